@@ -1,0 +1,5 @@
+"""Entry point for ``python -m aiobench``."""
+
+from aiobench.cli import main
+
+main()

@@ -1,0 +1,144 @@
+"""The validated run configuration (frozen) and every option check that needs no disk; pure."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import asdict, dataclass
+
+from aiobench.errors import ConfigError
+from aiobench.units import expand_brackets, parse_size
+
+DEFAULT_BLOCK = "1M"
+# Every slot is one executor thread; past this many, thread start-up and memory dominate
+# and a single interpreter cannot keep them busy anyway (use MPI ranks instead).
+MAX_SLOTS = 4096
+# O_DIRECT needs buffers, offsets and lengths aligned to the logical block size; 512 bytes
+# is the smallest any Linux block device has.
+DIRECT_ALIGN = 512
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchConfig:
+    """Everything a run needs to know, after validation."""
+
+    paths: tuple[str, ...]
+    write: bool
+    read: bool
+    threads: int
+    block_size: int
+    size: int  # per path, bytes; 0 = detect (reads, block devices)
+    iodepth: int
+    direct: bool
+    rand: bool
+    randamount: int | None  # bytes over all threads; None = each thread's whole slice
+    norandalign: bool
+    timelimit_s: int  # 0 = none
+    label: str
+    live: bool
+    json_path: str | None
+    seed: int
+    force: bool
+    argv: tuple[str, ...] = ()
+
+    @property
+    def slots(self) -> int:
+        return self.threads * self.iodepth
+
+    def to_dict(self) -> dict[str, object]:
+        out = asdict(self)
+        out["paths"] = list(self.paths)
+        out["argv"] = list(self.argv)
+        return out
+
+
+def build_config(
+    *,
+    paths: list[str],
+    write: bool,
+    read: bool,
+    threads: int,
+    block: str,
+    size: str | None,
+    iodepth: int,
+    direct: bool,
+    rand: bool,
+    randamount: str | None,
+    norandalign: bool,
+    timelimit: int,
+    label: str,
+    nolive: bool,
+    json_path: str | None,
+    seed: int | None,
+    force: bool,
+    argv: tuple[str, ...] = (),
+) -> BenchConfig:
+    """Turn raw option values into a :class:`BenchConfig`, or raise :class:`ConfigError`."""
+    if not paths:
+        raise ConfigError("missing PATH: name at least one file or block device")
+    expanded: list[str] = []
+    for path in paths:
+        expanded.extend(expand_brackets(path))
+    if len(set(expanded)) != len(expanded):
+        raise ConfigError("PATH: the same path is given more than once")
+    if not (write or read):
+        raise ConfigError("nothing to do: give -w/--write and/or -r/--read")
+    if threads < 1:
+        raise ConfigError(f"-t/--threads: must be at least 1 (got {threads})")
+    if iodepth < 1:
+        raise ConfigError(f"--iodepth: must be at least 1 (got {iodepth})")
+    if threads * iodepth > MAX_SLOTS:
+        raise ConfigError(
+            f"-t/--threads x --iodepth: {threads * iodepth} slots exceed the limit of "
+            f"{MAX_SLOTS} in one process (use MPI ranks for more)"
+        )
+    block_size = parse_size(block, "-b/--block")
+    if block_size == 0:
+        raise ConfigError("-b/--block: must be greater than 0")
+    size_bytes = 0 if size is None else parse_size(size, "-s/--size")
+    if timelimit < 0:
+        raise ConfigError(f"--timelimit: must not be negative (got {timelimit})")
+    if direct and block_size % DIRECT_ALIGN:
+        raise ConfigError(
+            f"-b/--block: {block_size} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
+        )
+    if direct and size_bytes and block_size > size_bytes:
+        raise ConfigError(
+            f"-b/--block: {block_size} is larger than -s/--size {size_bytes}, "
+            "which --direct cannot cut to size"
+        )
+    amount: int | None = None
+    if randamount is not None:
+        if not rand:
+            raise ConfigError("--randamount: only applies with --rand")
+        amount = parse_size(randamount, "--randamount")
+        if amount == 0:
+            raise ConfigError("--randamount: must be greater than 0")
+    if norandalign and not rand:
+        raise ConfigError("--norandalign: only applies with --rand")
+    if norandalign and direct:
+        raise ConfigError("--norandalign: cannot be combined with --direct (O_DIRECT needs "
+                          "aligned offsets)")
+    if json_path is not None and not json_path:
+        raise ConfigError("--json: give a file name or '-' for stdout")
+    if seed is not None and not 0 <= seed < 2**63:
+        raise ConfigError(f"--seed: must be between 0 and 2^63-1 (got {seed})")
+    return BenchConfig(
+        paths=tuple(expanded),
+        write=write,
+        read=read,
+        threads=threads,
+        block_size=block_size,
+        size=size_bytes,
+        iodepth=iodepth,
+        direct=direct,
+        rand=rand,
+        randamount=amount,
+        norandalign=norandalign,
+        timelimit_s=timelimit,
+        label=label,
+        live=not nolive,
+        json_path=json_path,
+        seed=secrets.randbits(63) if seed is None else seed,
+        force=force,
+        argv=argv,
+    )

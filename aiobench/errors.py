@@ -1,0 +1,50 @@
+"""The exceptions aiobench raises, and the exit codes the CLI maps them to.
+
+    AiobenchError
+    ├── ConfigError      bad options or paths; nothing was created (exit 2)
+    └── BenchIOError     an I/O call failed while measuring (exit 1)
+"""
+
+from __future__ import annotations
+
+import errno as errno_mod
+import os
+
+EXIT_OK = 0
+EXIT_IO_ERROR = 1
+EXIT_USAGE = 2
+
+
+class AiobenchError(Exception):
+    """Base class of every error aiobench reports to users."""
+
+    exit_code = EXIT_IO_ERROR
+
+
+class ConfigError(AiobenchError):
+    """A usage error: an option, a value or a path is not acceptable."""
+
+    exit_code = EXIT_USAGE
+
+
+class BenchIOError(AiobenchError):
+    """An I/O call failed (or came back short) during a phase."""
+
+    exit_code = EXIT_IO_ERROR
+
+    def __init__(self, *, path: str, offset: int, errno: int, detail: str = "") -> None:
+        self.path = path
+        self.offset = offset
+        self.errno = errno
+        self.detail = detail or os.strerror(errno)
+        name = errno_mod.errorcode.get(errno, str(errno))
+        super().__init__(f"{path}: offset {offset}: {name} ({self.detail})")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "offset": self.offset,
+            "errno": self.errno,
+            "errno_name": errno_mod.errorcode.get(self.errno, ""),
+            "message": str(self),
+        }

@@ -1,0 +1,115 @@
+"""Runs a whole benchmark: setup, the phases in their fixed order, signals, teardown."""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import signal
+import socket
+import threading
+from collections.abc import Callable
+
+import anyio
+
+from aiobench import __version__
+from aiobench.config import BenchConfig
+from aiobench.engine import READ, WRITE, Engine, PosixEngine
+from aiobench.phases import RunContext, make_executor, run_phase
+from aiobench.results import PhaseResult, RunResult
+from aiobench.targets import Resolved, filesystem_type, open_targets
+
+PhaseCallback = Callable[[PhaseResult], None]
+
+
+def event_loop_name() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
+def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, object]:
+    return {
+        "aiobench_version": __version__,
+        "command": list(cfg.argv),
+        "label": cfg.label,
+        "config": cfg.to_dict(),
+        "seed": cfg.seed,
+        "path_type": resolved.path_type,
+        "paths": list(cfg.paths),
+        "sizes_bytes": list(resolved.layout.sizes),
+        "block_size_bytes": resolved.layout.block_size,
+        "filesystems": {p: filesystem_type(p) for p in cfg.paths},
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "event_loop": loop_name,
+        "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="milliseconds"),
+        "notes": list(resolved.notes),
+    }
+
+
+def run_benchmark(
+    cfg: BenchConfig,
+    resolved: Resolved,
+    *,
+    engine: Engine | None = None,
+    on_phase: PhaseCallback | None = None,
+    use_uvloop: bool = True,
+) -> RunResult:
+    """Open the targets and run every phase; never raises for I/O errors or signals.
+
+    Raises :class:`~aiobench.errors.ConfigError` only during setup, before anything was
+    measured (and after removing any file it created).
+    """
+    loop_name = event_loop_name() if use_uvloop else "asyncio"
+    result = RunResult(meta=run_meta(cfg, resolved, loop_name))
+    opened = open_targets(cfg, resolved.path_type)
+    stop = threading.Event()
+    executor = make_executor(cfg.slots)
+    ctx = RunContext(cfg=cfg, layout=resolved.layout, paths=cfg.paths, fds=opened.fds,
+                     engine=engine or PosixEngine(), executor=executor, stop=stop)
+    kinds = [kind for kind, wanted in ((WRITE, cfg.write), (READ, cfg.read)) if wanted]
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_watch_signals, stop, result, group.cancel_scope)
+            for index, kind in enumerate(kinds):
+                phase, shared = await run_phase(ctx, kind, index)
+                result.phases.append(phase)
+                if on_phase is not None:
+                    on_phase(phase)
+                if shared.error is not None:
+                    result.error = shared.error.to_dict()
+                if stop.is_set() or phase.time_limited:
+                    break
+            group.cancel_scope.cancel()
+
+    try:
+        backend_options = {"use_uvloop": loop_name == "uvloop"}
+        anyio.run(main, backend="asyncio", backend_options=backend_options)
+    finally:
+        executor.shutdown(wait=True)
+        opened.close()
+    return result
+
+
+async def _watch_signals(stop: threading.Event, result: RunResult,
+                         scope: anyio.CancelScope) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        await anyio.sleep_forever()
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            result.interrupted = True
+            result.meta["signal"] = signal.Signals(signum).name
+            stop.set()
+
+
+def exit_code(result: RunResult) -> int:
+    if result.error is not None:
+        return 1
+    if result.interrupted:
+        return 128 + int(signal.Signals[str(result.meta.get("signal", "SIGINT"))])
+    return 0

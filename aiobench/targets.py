@@ -1,0 +1,303 @@
+"""Targets: path classification, sizes, the concatenated block range and per-thread slices.
+
+The block-range arithmetic (:class:`Layout`) is pure; :func:`resolve` and :func:`open_targets`
+look at the disk and are the only places that open or create a target.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import errno
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from aiobench.config import BenchConfig
+from aiobench.errors import ConfigError
+
+FILE = "file"
+BLOCKDEV = "blockdev"
+DIR = "dir"
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """One thread's contiguous share of the concatenated block range."""
+
+    first_block: int
+    blocks: int
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """All paths as one virtual range of blocks (``path1 || path2 || ...``); pure."""
+
+    sizes: tuple[int, ...]
+    block_size: int
+    cum_blocks: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        cum = [0]
+        for size in self.sizes:
+            cum.append(cum[-1] + -(-size // self.block_size))
+        object.__setattr__(self, "cum_blocks", tuple(cum))
+
+    @property
+    def total_blocks(self) -> int:
+        return self.cum_blocks[-1]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.sizes)
+
+    def slices(self, threads: int) -> list[Slice]:
+        """``total // threads`` blocks each, in order; the last thread takes the remainder."""
+        each = self.total_blocks // threads
+        out = [Slice(r * each, each) for r in range(threads - 1)]
+        out.append(Slice((threads - 1) * each, self.total_blocks - (threads - 1) * each))
+        return out
+
+    def locate(self, block: int) -> tuple[int, int, int]:
+        """Global block -> (path index, byte offset in that path, length of the block)."""
+        index = bisect.bisect_right(self.cum_blocks, block) - 1
+        offset = (block - self.cum_blocks[index]) * self.block_size
+        return index, offset, min(self.block_size, self.sizes[index] - offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What :func:`resolve` learnt from the disk: path type, sizes and notes for the user."""
+
+    path_type: str
+    layout: Layout
+    notes: tuple[str, ...]
+
+
+def classify(path: str) -> str:
+    """``file`` (regular or missing), ``blockdev`` or ``dir``; anything else is an error."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return FILE
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot stat: {exc.strerror}") from None
+    if stat.S_ISREG(mode):
+        return FILE
+    if stat.S_ISBLK(mode):
+        return BLOCKDEV
+    if stat.S_ISDIR(mode):
+        return DIR
+    raise ConfigError(f"{path}: not a regular file, block device or directory")
+
+
+def device_size(path: str) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+def resolve(cfg: BenchConfig) -> Resolved:
+    """Classify the paths, find their sizes and the effective block size; read-only."""
+    types = {path: classify(path) for path in cfg.paths}
+    kinds = set(types.values())
+    if len(kinds) > 1:
+        listing = ", ".join(f"{p} ({t})" for p, t in types.items())
+        raise ConfigError(f"PATH: all paths must be of one type, got {listing}")
+    path_type = kinds.pop()
+    if path_type == DIR:
+        raise ConfigError(f"{cfg.paths[0]}: is a directory; dir mode is not supported yet")
+    sizes = [_target_size(cfg, path, path_type) for path in cfg.paths]
+    notes: list[str] = []
+    block = cfg.block_size
+    smallest = min(sizes)
+    if smallest < block:
+        if cfg.direct:
+            raise ConfigError(
+                f"-b/--block: {block} is larger than the target size {smallest}, "
+                "which --direct cannot cut to size"
+            )
+        notes.append(f"block size {block} cut to the target size {smallest}")
+        block = smallest
+    if cfg.direct or cfg.rand:
+        rounded = [size - size % block for size in sizes]
+        if rounded != sizes:
+            notes.append(f"sizes rounded down to whole blocks of {block} bytes")
+            sizes = rounded
+    layout = Layout(tuple(sizes), block)
+    if layout.total_blocks < cfg.threads:
+        raise ConfigError(
+            f"-t/--threads: {cfg.threads} threads but only {layout.total_blocks} blocks of "
+            f"{block} bytes; use fewer threads, a smaller -b or a larger -s"
+        )
+    return Resolved(path_type, layout, tuple(notes))
+
+
+def _target_size(cfg: BenchConfig, path: str, path_type: str) -> int:
+    if path_type == BLOCKDEV:
+        try:
+            dev_size = device_size(path)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot open block device: {exc.strerror}") from None
+        if cfg.size > dev_size:
+            raise ConfigError(f"-s/--size: {cfg.size} exceeds the size of {path} ({dev_size})")
+        size = cfg.size or dev_size
+    elif os.path.exists(path):
+        file_size = os.stat(path).st_size
+        if not cfg.write and cfg.size > file_size:
+            raise ConfigError(
+                f"{path}: has {file_size} bytes, fewer than -s/--size {cfg.size} to read"
+            )
+        size = cfg.size or (0 if cfg.write else file_size)
+    else:
+        if not cfg.write:
+            raise ConfigError(f"{path}: does not exist (reading needs it; add -w to create it)")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise ConfigError(f"{path}: parent directory does not exist")
+        size = cfg.size
+    if size == 0:
+        if cfg.write:
+            raise ConfigError("-s/--size: needed (and > 0) to write files")
+        raise ConfigError(f"{path}: is empty; nothing to read")
+    return size
+
+
+@dataclass(slots=True)
+class OpenTargets:
+    """Open descriptors, one per path, plus what was created so setup can be undone."""
+
+    fds: list[int]
+    created: list[str]
+
+    def close(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds.clear()
+
+    def undo(self) -> None:
+        """Close and remove the files this run created (used when setup fails)."""
+        self.close()
+        for path in self.created:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        self.created.clear()
+
+
+def open_targets(
+    cfg: BenchConfig,
+    path_type: str,
+    signature_probe: Callable[[str], str | None] | None = None,
+) -> OpenTargets:
+    """Open every path for the run; create missing files when writing.
+
+    On any failure the files created here are removed again and :class:`ConfigError` is
+    raised, so a refused run leaves nothing behind.
+    """
+    probe = signature_probe or blockdev_signature
+    opened = OpenTargets([], [])
+    try:
+        for path in cfg.paths:
+            opened.fds.append(_open_one(cfg, path, path_type, opened.created, probe))
+    except BaseException:
+        opened.undo()
+        raise
+    return opened
+
+
+def _open_one(
+    cfg: BenchConfig,
+    path: str,
+    path_type: str,
+    created: list[str],
+    probe: Callable[[str], str | None],
+) -> int:
+    flags = os.O_RDWR if cfg.write else os.O_RDONLY
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    if path_type == BLOCKDEV and cfg.write:
+        # O_EXCL on a block device: the kernel refuses (EBUSY) while it is mounted or held
+        # by md/dm/swap, and keeps it from being mounted while we write.
+        flags |= os.O_EXCL
+        _refuse_signature(cfg, path, probe)
+    elif path_type == FILE and cfg.write and not os.path.exists(path):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot create: {exc.strerror}") from None
+        created.append(path)
+    if cfg.direct:
+        flags |= os.O_DIRECT
+    try:
+        return os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.EBUSY and path_type == BLOCKDEV:
+            raise ConfigError(
+                f"{path}: block device is mounted or in use; refusing to write to it"
+            ) from None
+        if exc.errno == errno.EINVAL and cfg.direct:
+            raise ConfigError(
+                f"--direct: the filesystem of {path} does not support O_DIRECT"
+            ) from None
+        raise ConfigError(f"{path}: cannot open: {exc.strerror}") from None
+
+
+def _refuse_signature(
+    cfg: BenchConfig, path: str, probe: Callable[[str], str | None]
+) -> None:
+    if cfg.force:
+        return
+    found = probe(path)
+    if found:
+        raise ConfigError(
+            f"{path}: holds {found}; writing would destroy it (add --force to overwrite)"
+        )
+
+
+def blockdev_signature(path: str) -> str | None:
+    """Describe a filesystem/partition-table signature on ``path`` (via blkid), or None."""
+    blkid = shutil.which("blkid")
+    if blkid is None:
+        return "data that cannot be checked (blkid from util-linux is not installed)"
+    proc = subprocess.run(
+        [blkid, "-p", "-o", "export", path], capture_output=True, text=True, check=False
+    )
+    if proc.returncode == 2 and not proc.stderr.strip():
+        return None
+    fields = dict(
+        line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line
+    )
+    kind = fields.get("TYPE") or fields.get("PTTYPE")
+    if proc.returncode == 0 and kind:
+        return f"a {kind} signature"
+    return f"data that cannot be checked (blkid: {proc.stderr.strip() or proc.returncode})"
+
+
+def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
+    """The filesystem type of the mount that holds ``path`` ('' when unknown)."""
+    real = os.path.realpath(path if os.path.exists(path) else os.path.dirname(path) or ".")
+    best, fstype = "", ""
+    try:
+        with open(mountinfo, encoding="utf-8") as handle:
+            lines = handle.readlines()
+    except OSError:
+        return ""
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        parts = left.split()
+        if len(parts) < 5 or not right:
+            continue
+        mount_point = parts[4].replace("\\040", " ")
+        inside = real == mount_point or real.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) >= len(best):
+            best, fstype = mount_point, right.split()[0]
+    return fstype
+
+
+def path_types_summary(paths: Sequence[str]) -> dict[str, str]:
+    return {path: filesystem_type(path) for path in paths}

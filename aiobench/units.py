@@ -1,0 +1,100 @@
+"""Parsing and formatting of sizes, durations, rates and bracketed paths; pure."""
+
+from __future__ import annotations
+
+import re
+
+from aiobench.errors import ConfigError
+
+_SUFFIX_SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 60}
+_SIZE_RE = re.compile(r"([0-9]+)([kmgtpe]?)", re.IGNORECASE)
+_BRACKET_RE = re.compile(r"\[(\d+)-(\d+)\]")
+
+NS_PER_US = 1_000
+NS_PER_MS = 1_000_000
+NS_PER_S = 1_000_000_000
+MIB = 1 << 20
+
+
+def parse_size(text: str, option: str) -> int:
+    """Parse ``4k``/``20G``/``4096`` into bytes (binary suffixes, any case)."""
+    match = _SIZE_RE.fullmatch(text.strip())
+    if match is None:
+        raise ConfigError(
+            f"{option}: invalid size '{text}' (want an integer with an optional "
+            "K/M/G/T/P/E suffix, e.g. 4k or 20g)"
+        )
+    return int(match.group(1)) << _SUFFIX_SHIFT[match.group(2).lower()]
+
+
+def expand_brackets(path: str) -> list[str]:
+    """Expand every ``[a-b]`` range in ``path``; ``[01-10]`` keeps zero padding."""
+    match = _BRACKET_RE.search(path)
+    if match is None:
+        return [path]
+    first, last = match.group(1), match.group(2)
+    lo, hi = int(first), int(last)
+    if lo > hi:
+        raise ConfigError(f"path '{path}': bracket range [{first}-{last}] runs backwards")
+    width = len(first) if first.startswith("0") and len(first) > 1 else 0
+    head, tail = path[: match.start()], path[match.end() :]
+    out: list[str] = []
+    for i in range(lo, hi + 1):
+        out.extend(expand_brackets(f"{head}{i:0{width}d}{tail}"))
+    return out
+
+
+def rate(total: int, elapsed_ns: int) -> int:
+    """elbencho's truncating rate: ``int(total * 1e6 / elapsed_us)``; 0 when no time passed."""
+    elapsed_us = elapsed_ns // NS_PER_US
+    if elapsed_us <= 0:
+        return 0
+    return int(total * 1e6 / elapsed_us)
+
+
+def format_elapsed(elapsed_ns: int) -> str:
+    """Elapsed time as elbencho prints it: ``123ms``, ``11.559s``, ``2m3.241s``, ``1h0m0s``."""
+    ms_total = elapsed_ns // NS_PER_MS
+    if ms_total < 1_000:
+        return f"{ms_total}ms"
+    secs, ms = divmod(ms_total, 1_000)
+    if secs < 60:
+        return f"{secs}.{ms:03d}s"
+    mins, secs = divmod(secs, 60)
+    if mins < 60:
+        return f"{mins}m{secs}.{ms:03d}s"
+    hours, mins = divmod(mins, 60)
+    return f"{hours}h{mins}m{secs}s"
+
+
+def _three_digits(value: float) -> str:
+    """Three significant digits without exponent: 4.08, 24.0, 123."""
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def format_latency(ns: float) -> str:
+    """A latency for the min/avg/max row: ``742ns``, ``6.7us``, ``109us``, ``4.08ms``, ``1.23s``.
+
+    Like elbencho above 10 us (integer microseconds, then 3 significant digits in ms and s);
+    finer below, because aiobench measures in nanoseconds.
+    """
+    if ns < NS_PER_US:
+        return f"{ns:.0f}ns"
+    us = ns / NS_PER_US
+    if us < 10:
+        return f"{us:.1f}us"
+    if us < 1_000:
+        return f"{us:.0f}us"
+    if ns < NS_PER_S:
+        return f"{_three_digits(ns / NS_PER_MS)}ms"
+    return f"{_three_digits(ns / NS_PER_S)}s"
+
+
+def format_us(ns: float) -> str:
+    """A percentile value in microseconds, as in elbencho's ``lat % us`` row (6.7, 11, 2048)."""
+    us = ns / NS_PER_US
+    return f"{us:.1f}" if us < 10 else f"{us:.0f}"

@@ -1,0 +1,168 @@
+"""Seeded per-thread operation streams: sequential, uniform random, full-coverage permutation.
+
+Pure: a stream turns a thread's :class:`~aiobench.targets.Slice` into runs of
+``(path index, offset)`` pairs of one length, without touching the disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from aiobench.targets import Layout, Slice
+
+IntArray = npt.NDArray[np.int64]
+# How many permutation values one vectorised step computes (about 32 KiB of state).
+_PERM_CHUNK = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class OpRun:
+    """Consecutive operations of one length, issued back to back by one slot.
+
+    ``path_index`` is one int when every operation hits the same path, else a list with
+    one entry per operation.
+    """
+
+    path_index: int | list[int]
+    offsets: list[int]
+    length: int
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+def thread_seed(seed: int, rank: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, rank]))
+
+
+class Permutation:
+    """A full-period pseudo-random order of ``range(n)``, generated in vectorised chunks.
+
+    An LCG modulo 2^k (a = 1 mod 4, c odd: full period) is passed through a bijective
+    xorshift-multiply mixer on k bits and values >= n are skipped (cycle walking), so each
+    period visits every value below n exactly once, in O(1) memory.
+    """
+
+    def __init__(self, n: int, rng: np.random.Generator) -> None:
+        self.n = n
+        self.bits = max(1, (n - 1).bit_length())
+        self.mask = np.uint64((1 << self.bits) - 1)
+        modulus = 1 << self.bits
+        a = (int(rng.integers(0, modulus)) * 4 + 1) % modulus or 1
+        c = (int(rng.integers(0, modulus)) * 2 + 1) % modulus
+        self.mul = np.uint64((int(rng.integers(0, modulus)) * 2 + 1) % modulus)
+        self.shift = np.uint64(max(1, self.bits // 2))
+        # x_{i+j} = A_j * x_i + C_j (mod 2^k): jump-ahead coefficients for one chunk.
+        jump_a, jump_c = [], []
+        acc_a, acc_c = 1, 0
+        for _ in range(_PERM_CHUNK):
+            acc_a, acc_c = (acc_a * a) % modulus, (acc_c * a + c) % modulus
+            jump_a.append(acc_a)
+            jump_c.append(acc_c)
+        self.jump_a = np.array(jump_a, dtype=np.uint64)
+        self.jump_c = np.array(jump_c, dtype=np.uint64)
+        self.state = np.uint64(int(rng.integers(0, modulus)))
+
+    def chunk(self) -> IntArray:
+        """The next values of the sequence (at least a few, all < n)."""
+        while True:
+            with np.errstate(over="ignore"):
+                raw = (self.jump_a * self.state + self.jump_c) & self.mask
+                self.state = raw[-1]
+                mixed = raw ^ (raw >> self.shift)
+                mixed = (mixed * self.mul) & self.mask
+            kept = mixed[mixed < np.uint64(self.n)]
+            if kept.size:
+                return kept.astype(np.int64)
+
+
+class OpStream:
+    """The operations of one thread rank, handed out in runs to its slots."""
+
+    def __init__(
+        self,
+        *,
+        layout: Layout,
+        part: Slice,
+        total_ops: int,
+        rand: bool,
+        aligned: bool,
+        permute: bool,
+        rng: np.random.Generator,
+    ) -> None:
+        self.layout = layout
+        self.part = part
+        self.total_ops = total_ops
+        self.issued = 0
+        self.rand = rand
+        self.aligned = aligned
+        self.rng = rng
+        self._perm = Permutation(part.blocks, rng) if rand and permute and aligned else None
+        self._pending: IntArray = np.empty(0, dtype=np.int64)
+        first_path = layout.locate(part.first_block)[0]
+        last_path = layout.locate(part.first_block + part.blocks - 1)[0]
+        self._single_path = first_path if first_path == last_path else None
+
+    @property
+    def remaining(self) -> int:
+        return self.total_ops - self.issued
+
+    def take(self, count: int) -> OpRun | None:
+        """Up to ``count`` next operations as one run, or None when the stream is done."""
+        count = min(count, self.remaining)
+        if count <= 0:
+            return None
+        run = self._random(count) if self.rand else self._sequential(count)
+        self.issued += len(run)
+        return run
+
+    def _sequential(self, count: int) -> OpRun:
+        block = self.part.first_block + self.issued
+        index, offset, length = self.layout.locate(block)
+        # A run stays inside one path and one block length (the short last block of a path
+        # is a run of its own).
+        end_of_path = self.layout.cum_blocks[index + 1]
+        full_end = end_of_path if length == self.layout.block_size else block + 1
+        if length == self.layout.block_size and self.layout.sizes[index] % length:
+            full_end = end_of_path - 1
+        count = max(1, min(count, full_end - block))
+        bs = self.layout.block_size
+        return OpRun(index, list(range(offset, offset + count * bs, bs)), length)
+
+    def _blocks(self, count: int) -> IntArray:
+        if self._perm is None:
+            return self.rng.integers(0, self.part.blocks, size=count, dtype=np.int64)
+        while self._pending.size < count:
+            self._pending = np.concatenate((self._pending, self._perm.chunk()))
+        out, self._pending = self._pending[:count], self._pending[count:]
+        return out
+
+    def _random(self, count: int) -> OpRun:
+        bs = self.layout.block_size
+        cum = np.asarray(self.layout.cum_blocks, dtype=np.int64)
+        blocks = self._blocks(count) + self.part.first_block
+        index = np.searchsorted(cum, blocks, side="right") - 1
+        offsets = (blocks - cum[index]) * bs
+        if not self.aligned:
+            # Shift each operation by a random amount inside its block, clamped so it stays
+            # inside its path.
+            sizes = np.asarray(self.layout.sizes, dtype=np.int64)
+            jitter = self.rng.integers(0, bs, size=count, dtype=np.int64)
+            offsets = np.minimum(offsets + jitter, sizes[index] - bs)
+        path_index: int | list[int] = (
+            self._single_path if self._single_path is not None else index.tolist()
+        )
+        return OpRun(path_index, offsets.tolist(), bs)
+
+
+def ops_per_thread(
+    layout: Layout, parts: list[Slice], rand: bool, randamount: int | None
+) -> list[int]:
+    """Operations each thread issues: its slice, or an even share of ``--randamount``."""
+    if not rand or randamount is None:
+        return [part.blocks for part in parts]
+    share = randamount // len(parts) // layout.block_size
+    return [share] * len(parts)

@@ -33,57 +33,100 @@ def _version(value: bool) -> None:
 
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def bench(
-    paths: Annotated[list[str] | None, typer.Argument(
-        metavar="PATH...", help="Files or block devices; [1-4] ranges expand.")] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="PATH...", help="Files or block devices; [1-4] ranges expand."),
+    ] = None,
     write: Annotated[bool, typer.Option("-w", "--write", help="Write phase.")] = False,
     read: Annotated[bool, typer.Option("-r", "--read", help="Read phase.")] = False,
     threads: Annotated[int, typer.Option("-t", "--threads", help="Threads (coroutines).")] = 1,
     block: Annotated[str, typer.Option("-b", "--block", help="Block size, e.g. 4k, 1M.")] = (
-        DEFAULT_BLOCK),
-    size: Annotated[str | None, typer.Option(
-        "-s", "--size", help="Size per file; for reads and block devices default: detect.")
+        DEFAULT_BLOCK
+    ),
+    size: Annotated[
+        str | None,
+        typer.Option(
+            "-s", "--size", help="Size per file; for reads and block devices default: detect."
+        ),
     ] = None,
-    iodepth: Annotated[int, typer.Option(
-        "--iodepth", help="Operations in flight per thread.")] = 1,
+    iodepth: Annotated[int, typer.Option("--iodepth", help="Operations in flight per thread.")] = 1,
     direct: Annotated[bool, typer.Option("--direct", help="Use O_DIRECT.")] = False,
     rand: Annotated[bool, typer.Option("--rand", help="Random offsets.")] = False,
-    randamount: Annotated[str | None, typer.Option(
-        "--randamount", help="Bytes to transfer with --rand over all threads "
-        "(default: each thread its whole slice).")] = None,
-    norandalign: Annotated[bool, typer.Option(
-        "--norandalign", help="Random offsets not aligned to the block size.")] = False,
-    timelimit: Annotated[int, typer.Option(
-        "--timelimit", help="Seconds per phase; 0 = no limit.")] = 0,
+    randamount: Annotated[
+        str | None,
+        typer.Option(
+            "--randamount",
+            help="Bytes to transfer with --rand over all threads "
+            "(default: each thread its whole slice).",
+        ),
+    ] = None,
+    norandalign: Annotated[
+        bool, typer.Option("--norandalign", help="Random offsets not aligned to the block size.")
+    ] = False,
+    timelimit: Annotated[
+        int, typer.Option("--timelimit", help="Seconds per phase; 0 = no limit.")
+    ] = 0,
     label: Annotated[str, typer.Option("--label", help="Label stored in the results.")] = "",
-    nolive: Annotated[bool, typer.Option(
-        "--nolive", help="No live progress (accepted for elbencho compatibility).")] = False,
-    json_out: Annotated[str | None, typer.Option(
-        "--json", metavar="FILE|-", help="Write one JSON document; '-' = stdout only JSON.")
+    nolive: Annotated[
+        bool,
+        typer.Option("--nolive", help="No live progress (accepted for elbencho compatibility)."),
+    ] = False,
+    json_out: Annotated[
+        str | None,
+        typer.Option(
+            "--json", metavar="FILE|-", help="Write one JSON document; '-' = stdout only JSON."
+        ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(
-        "--seed", help="Seed of the random offsets and data (default: random, recorded).")
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed", help="Seed of the random offsets and data (default: random, recorded)."
+        ),
     ] = None,
-    force: Annotated[bool, typer.Option(
-        "--force", help="Write to a block device even if it holds a filesystem or partition "
-        "signature (never when it is mounted).")] = False,
-    version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write to a block device even if it holds a filesystem or partition "
+            "signature (never when it is mounted).",
+        ),
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
 ) -> int:
     """Measure what files and block devices deliver (elbencho-compatible options)."""
     cfg = build_config(
-        paths=paths or [], write=write, read=read, threads=threads, block=block, size=size,
-        iodepth=iodepth, direct=direct, rand=rand, randamount=randamount,
-        norandalign=norandalign, timelimit=timelimit, label=label, nolive=nolive,
-        json_path=json_out, seed=seed, force=force, argv=tuple(sys.argv),
+        paths=paths or [],
+        write=write,
+        read=read,
+        threads=threads,
+        block=block,
+        size=size,
+        iodepth=iodepth,
+        direct=direct,
+        rand=rand,
+        randamount=randamount,
+        norandalign=norandalign,
+        timelimit=timelimit,
+        label=label,
+        nolive=nolive,
+        json_path=json_out,
+        seed=seed,
+        force=force,
+        argv=tuple(sys.argv),
     )
     resolved = resolve(cfg)
     human = sys.stderr if cfg.json_path == "-" else sys.stdout
     for note in resolved.notes:
         print(f"Note: {note}.", file=sys.stderr)
     if cfg.slots > 1 and resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK:
-        print(f"Note: {cfg.slots} slots share one Python interpreter; at small block sizes "
-              "waiting for its lock adds to measured latency (use MPI ranks for latency "
-              "work).", file=sys.stderr)
+        print(
+            f"Note: {cfg.slots} slots share one Python interpreter; at small block sizes "
+            "waiting for its lock adds to measured latency (use MPI ranks for latency "
+            "work).",
+            file=sys.stderr,
+        )
     if cfg.json_path not in (None, "-"):
         _check_writable(cfg.json_path)
 
@@ -129,9 +172,10 @@ def main(argv: list[str] | None = None) -> None:
     except AiobenchError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         code = exc.exit_code
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         code = 130
-    except click.ClickException as exc:
+    # typer >= 0.2x vendors click: its parse errors are TyperExceptions, not click's.
+    except (click.ClickException, typer.TyperException) as exc:
         print(f"Error: {exc.format_message()}", file=sys.stderr)
         code = exc.exit_code
     sys.exit(code if isinstance(code, int) else 0)

@@ -116,8 +116,9 @@ def build_config(
     if norandalign and not rand:
         raise ConfigError("--norandalign: only applies with --rand")
     if norandalign and direct:
-        raise ConfigError("--norandalign: cannot be combined with --direct (O_DIRECT needs "
-                          "aligned offsets)")
+        raise ConfigError(
+            "--norandalign: cannot be combined with --direct (O_DIRECT needs aligned offsets)"
+        )
     if json_path is not None and not json_path:
         raise ConfigError("--json: give a file name or '-' for stdout")
     if seed is not None and not 0 <= seed < 2**63:

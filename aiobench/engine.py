@@ -47,8 +47,9 @@ class RawBatch:
 class SlotBuffer:
     """Page-aligned memory of one slot, allocated and filled once, before the phase starts."""
 
-    def __init__(self, block_size: int, *, for_write: bool, rng: np.random.Generator,
-                 stamp_base: int) -> None:
+    def __init__(
+        self, block_size: int, *, for_write: bool, rng: np.random.Generator, stamp_base: int
+    ) -> None:
         self.block_size = block_size
         if not for_write:
             self.mem = mmap.mmap(-1, _round_up(block_size, PAGE))
@@ -83,15 +84,17 @@ def _round_up(value: int, multiple: int) -> int:
 
 
 class Engine(Protocol):
-    def run(self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun,
-            buf: SlotBuffer) -> RawBatch: ...
+    def run(
+        self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun, buf: SlotBuffer
+    ) -> RawBatch: ...
 
 
 class PosixEngine:
     """Real I/O: one positional syscall per operation, timed around the syscall only."""
 
-    def run(self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun,
-            buf: SlotBuffer) -> RawBatch:
+    def run(
+        self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun, buf: SlotBuffer
+    ) -> RawBatch:
         batch = RawBatch([], [], ops.length)
         index = ops.path_index
         try:
@@ -103,13 +106,18 @@ class PosixEngine:
             done = len(batch.ends)
             del batch.starts[done:]
             path_i = index if isinstance(index, int) else index[done]
-            batch.error = BenchIOError(path=paths[path_i], offset=ops.offsets[done],
-                                       errno=exc.errno or 0, detail=exc.strerror or "")
+            batch.error = BenchIOError(
+                path=paths[path_i],
+                offset=ops.offsets[done],
+                errno=exc.errno or 0,
+                detail=exc.strerror or "",
+            )
         return batch
 
     @staticmethod
-    def _read(batch: RawBatch, fds: Sequence[int], index: int | list[int], ops: OpRun,
-              buf: SlotBuffer) -> None:
+    def _read(
+        batch: RawBatch, fds: Sequence[int], index: int | list[int], ops: OpRun, buf: SlotBuffer
+    ) -> None:
         # The hot loop: locals only, two clock reads and one syscall per operation.
         preadv, clock = os.preadv, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
@@ -124,7 +132,7 @@ class PosixEngine:
                 if got != length:
                     raise _short(batch, got)
         else:
-            for i, off in zip(index, ops.offsets):
+            for i, off in zip(index, ops.offsets, strict=False):
                 add_start(clock())
                 got = preadv(fds[i], bufs, off)
                 add_end(clock())
@@ -132,8 +140,9 @@ class PosixEngine:
                     raise _short(batch, got)
 
     @staticmethod
-    def _write(batch: RawBatch, fds: Sequence[int], index: int | list[int], ops: OpRun,
-               buf: SlotBuffer) -> None:
+    def _write(
+        batch: RawBatch, fds: Sequence[int], index: int | list[int], ops: OpRun, buf: SlotBuffer
+    ) -> None:
         pwritev, clock = os.pwritev, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
         length = ops.length
@@ -178,8 +187,9 @@ class NullEngine:
     def __init__(self, delay_ns: Callable[[int], int] | None = None) -> None:
         self.delay_ns = delay_ns or (lambda _index: 0)
 
-    def run(self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun,
-            buf: SlotBuffer) -> RawBatch:
+    def run(
+        self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun, buf: SlotBuffer
+    ) -> RawBatch:
         batch = RawBatch([], [], ops.length)
         index = ops.path_index
         for n in range(len(ops)):

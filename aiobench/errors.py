@@ -1,8 +1,8 @@
 """The exceptions aiobench raises, and the exit codes the CLI maps them to.
 
-    AiobenchError
-    ├── ConfigError      bad options or paths; nothing was created (exit 2)
-    └── BenchIOError     an I/O call failed while measuring (exit 1)
+AiobenchError
+├── ConfigError      bad options or paths; nothing was created (exit 2)
+└── BenchIOError     an I/O call failed while measuring (exit 1)
 """
 
 from __future__ import annotations

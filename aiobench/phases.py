@@ -58,7 +58,7 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[OpStream]:
             permute=kind == WRITE,
             rng=np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, rank])),
         )
-        for rank, (part, count) in enumerate(zip(parts, counts))
+        for rank, (part, count) in enumerate(zip(parts, counts, strict=False))
     ]
 
 
@@ -66,24 +66,37 @@ def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
     cfg = ctx.cfg
     rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, 1 << 32]))
     salt = int(rng.integers(0, 1 << 62))
-    out = []
-    for rank in range(cfg.threads):
-        out.append([
-            Slot(SlotBuffer(ctx.layout.block_size, for_write=kind == WRITE, rng=rng,
-                            stamp_base=salt + ((rank * cfg.iodepth + i) << 40)))
+    return [
+        [
+            Slot(
+                SlotBuffer(
+                    ctx.layout.block_size,
+                    for_write=kind == WRITE,
+                    rng=rng,
+                    stamp_base=salt + ((rank * cfg.iodepth + i) << 40),
+                )
+            )
             for i in range(cfg.iodepth)
-        ])
-    return out
+        ]
+        for rank in range(cfg.threads)
+    ]
 
 
-async def run_phase(ctx: RunContext, kind: str, phase_index: int) -> tuple[PhaseResult,
-                                                                             PhaseShared]:
+async def run_phase(
+    ctx: RunContext, kind: str, phase_index: int
+) -> tuple[PhaseResult, PhaseShared]:
     """Run one READ or WRITE phase over all threads and summarise it."""
     cfg = ctx.cfg
     streams = _streams(ctx, kind, phase_index)
     slots = _slots(ctx, kind, phase_index)
-    shared = PhaseShared(kind=kind, engine=ctx.engine, executor=ctx.executor, fds=ctx.fds,
-                         paths=ctx.paths, stop=ctx.stop)
+    shared = PhaseShared(
+        kind=kind,
+        engine=ctx.engine,
+        executor=ctx.executor,
+        fds=ctx.fds,
+        paths=ctx.paths,
+        stop=ctx.stop,
+    )
     finished: list[int] = [0] * cfg.threads
 
     async def thread(rank: int) -> None:
@@ -107,8 +120,13 @@ async def run_phase(ctx: RunContext, kind: str, phase_index: int) -> tuple[Phase
     return _summarise(kind, shared, streams, slots, finished), shared
 
 
-def _summarise(kind: str, shared: PhaseShared, streams: list[OpStream],
-               slots: list[list[Slot]], finished: list[int]) -> PhaseResult:
+def _summarise(
+    kind: str,
+    shared: PhaseShared,
+    streams: list[OpStream],
+    slots: list[list[Slot]],
+    finished: list[int],
+) -> PhaseResult:
     start = shared.start_ns
     first = shared.first_done_ns or start
     latency = LatencyRecorder()
@@ -120,19 +138,24 @@ def _summarise(kind: str, shared: PhaseShared, streams: list[OpStream],
             ops, nbytes = slot.snapshot_at(first)
             first_ops += ops
             first_bytes += nbytes
-        threads.append(ThreadTotals(
-            rank=rank,
-            ops=sum(s.ops for s in rank_slots),
-            bytes=sum(s.bytes for s in rank_slots),
-            elapsed_ns=finished[rank] - start,
-        ))
+        threads.append(
+            ThreadTotals(
+                rank=rank,
+                ops=sum(s.ops for s in rank_slots),
+                bytes=sum(s.bytes for s in rank_slots),
+                elapsed_ns=finished[rank] - start,
+            )
+        )
     last = max(finished)
     incomplete = any(stream.remaining for stream in streams)
     return PhaseResult(
         name=PHASE_NAMES[kind],
         first_done=Totals(elapsed_ns=first - start, ops=first_ops, bytes=first_bytes),
-        last_done=Totals(elapsed_ns=last - start, ops=sum(t.ops for t in threads),
-                         bytes=sum(t.bytes for t in threads)),
+        last_done=Totals(
+            elapsed_ns=last - start,
+            ops=sum(t.ops for t in threads),
+            bytes=sum(t.bytes for t in threads),
+        ),
         io_latency=latency.summary(),
         peak_inflight_ops=shared.peak_inflight,
         threads=tuple(threads),

@@ -46,7 +46,8 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
         "python": platform.python_version(),
         "event_loop": loop_name,
         "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="milliseconds"),
+            timespec="milliseconds"
+        ),
         "notes": list(resolved.notes),
     }
 
@@ -69,8 +70,15 @@ def run_benchmark(
     opened = open_targets(cfg, resolved.path_type)
     stop = threading.Event()
     executor = make_executor(cfg.slots)
-    ctx = RunContext(cfg=cfg, layout=resolved.layout, paths=cfg.paths, fds=opened.fds,
-                     engine=engine or PosixEngine(), executor=executor, stop=stop)
+    ctx = RunContext(
+        cfg=cfg,
+        layout=resolved.layout,
+        paths=cfg.paths,
+        fds=opened.fds,
+        engine=engine or PosixEngine(),
+        executor=executor,
+        stop=stop,
+    )
     kinds = [kind for kind, wanted in ((WRITE, cfg.write), (READ, cfg.read)) if wanted]
 
     async def main() -> None:
@@ -96,8 +104,9 @@ def run_benchmark(
     return result
 
 
-async def _watch_signals(stop: threading.Event, result: RunResult,
-                         scope: anyio.CancelScope) -> None:
+async def _watch_signals(
+    stop: threading.Event, result: RunResult, scope: anyio.CancelScope
+) -> None:
     if threading.current_thread() is not threading.main_thread():
         await anyio.sleep_forever()
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

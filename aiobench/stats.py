@@ -42,8 +42,13 @@ class _Geometry:
 
 def _geometry() -> _Geometry:
     h = new_histogram()
-    return _Geometry(h.unit_magnitude, h.sub_bucket_half_count_magnitude,
-                     h.sub_bucket_half_count, h.sub_bucket_mask, h.counts_len)
+    return _Geometry(
+        h.unit_magnitude,
+        h.sub_bucket_half_count_magnitude,
+        h.sub_bucket_half_count,
+        h.sub_bucket_mask,
+        h.counts_len,
+    )
 
 
 GEOMETRY = _geometry()
@@ -127,8 +132,7 @@ class LatencyRecorder:
         h = self.histogram()
         mean = self.sum_ns / self.count if self.count else 0.0
         var = self.sum_sq / self.count - mean * mean if self.count else 0.0
-        points = {p: int(h.get_value_at_percentile(p)) if self.count else 0
-                  for p in PERCENTILES}
+        points = {p: int(h.get_value_at_percentile(p)) if self.count else 0 for p in PERCENTILES}
         return LatencySummary(
             count=self.count,
             min_ns=self.min_ns,

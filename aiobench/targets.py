@@ -224,7 +224,6 @@ def _open_one(
         # O_EXCL on a block device: the kernel refuses (EBUSY) while it is mounted or held
         # by md/dm/swap, and keeps it from being mounted while we write.
         flags |= os.O_EXCL
-        _refuse_signature(cfg, path, probe)
     elif path_type == FILE and cfg.write and not os.path.exists(path):
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
@@ -234,7 +233,7 @@ def _open_one(
     if cfg.direct:
         flags |= os.O_DIRECT
     try:
-        return os.open(path, flags)
+        fd = os.open(path, flags)
     except OSError as exc:
         if exc.errno == errno.EBUSY and path_type == BLOCKDEV:
             raise ConfigError(
@@ -245,11 +244,17 @@ def _open_one(
                 f"--direct: the filesystem of {path} does not support O_DIRECT"
             ) from None
         raise ConfigError(f"{path}: cannot open: {exc.strerror}") from None
+    if path_type == BLOCKDEV and cfg.write:
+        # Only after the exclusive open, so a mounted device is reported as mounted.
+        try:
+            _refuse_signature(cfg, path, probe)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
 
 
-def _refuse_signature(
-    cfg: BenchConfig, path: str, probe: Callable[[str], str | None]
-) -> None:
+def _refuse_signature(cfg: BenchConfig, path: str, probe: Callable[[str], str | None]) -> None:
     if cfg.force:
         return
     found = probe(path)
@@ -269,9 +274,7 @@ def blockdev_signature(path: str) -> str | None:
     )
     if proc.returncode == 2 and not proc.stderr.strip():
         return None
-    fields = dict(
-        line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line
-    )
+    fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     kind = fields.get("TYPE") or fields.get("PTTYPE")
     if proc.returncode == 0 and kind:
         return f"a {kind} signature"

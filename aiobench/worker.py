@@ -23,9 +23,9 @@ from aiobench.errors import BenchIOError
 from aiobench.stats import Int64Array, LatencyRecorder
 from aiobench.workload import OpRun, OpStream
 
-# A round-trip to the executor costs tens of microseconds; runs of ~2 ms keep that below a
+# A round-trip to the executor costs tens of microseconds; runs of ~5 ms keep that below a
 # few percent while a stop request or time limit is still honoured within milliseconds.
-TARGET_BATCH_NS = 2_000_000
+TARGET_BATCH_NS = 5_000_000
 MAX_BATCH_OPS = 16_384
 # Batches a slot keeps until the first-done instant is known: the instant is published a
 # few event-loop turns after it happened, and a slot finishes at most one batch per turn.
@@ -82,8 +82,9 @@ class Slot:
         return self.ops, self.bytes
 
 
-def _execute(shared: PhaseShared, slot: Slot, run: OpRun) -> tuple[Int64Array, int,
-                                                                    BenchIOError | None]:
+def _execute(
+    shared: PhaseShared, slot: Slot, run: OpRun
+) -> tuple[Int64Array, int, BenchIOError | None]:
     """Runs in an executor thread: the I/O, then latency folding (outside the timed part)."""
     with shared.lock:
         shared.inflight += 1

@@ -102,6 +102,8 @@ class OpStream:
         self.rng = rng
         self._perm = Permutation(part.blocks, rng) if rand and permute and aligned else None
         self._pending: IntArray = np.empty(0, dtype=np.int64)
+        self._cum = np.asarray(layout.cum_blocks, dtype=np.int64)
+        self._sizes = np.asarray(layout.sizes, dtype=np.int64)
         first_path = layout.locate(part.first_block)[0]
         last_path = layout.locate(part.first_block + part.blocks - 1)[0]
         self._single_path = first_path if first_path == last_path else None
@@ -142,19 +144,20 @@ class OpStream:
 
     def _random(self, count: int) -> OpRun:
         bs = self.layout.block_size
-        cum = np.asarray(self.layout.cum_blocks, dtype=np.int64)
         blocks = self._blocks(count) + self.part.first_block
-        index = np.searchsorted(cum, blocks, side="right") - 1
-        offsets = (blocks - cum[index]) * bs
+        path_index: int | list[int]
+        if self._single_path is not None:
+            path_index = self._single_path
+            index: IntArray | int = self._single_path
+        else:
+            index = np.searchsorted(self._cum, blocks, side="right") - 1
+            path_index = index.tolist()
+        offsets = (blocks - self._cum[index]) * bs
         if not self.aligned:
             # Shift each operation by a random amount inside its block, clamped so it stays
             # inside its path.
-            sizes = np.asarray(self.layout.sizes, dtype=np.int64)
             jitter = self.rng.integers(0, bs, size=count, dtype=np.int64)
-            offsets = np.minimum(offsets + jitter, sizes[index] - bs)
-        path_index: int | list[int] = (
-            self._single_path if self._single_path is not None else index.tolist()
-        )
+            offsets = np.minimum(offsets + jitter, self._sizes[index] - bs)
         return OpRun(path_index, offsets.tolist(), bs)
 
 

@@ -25,18 +25,23 @@ def latency_rows(prefix: str, lat: LatencySummary) -> str:
     """``IO latency : [ min=… avg=… max=… ]`` and ``IO lat % us : [ 50%<=… … ]``."""
     if lat.count == 0:
         return ""
-    minmax = (f"[ min={format_latency(lat.min_ns)} avg={format_latency(lat.mean_ns)} "
-              f"max={format_latency(lat.max_ns)} ]")
+    minmax = (
+        f"[ min={format_latency(lat.min_ns)} avg={format_latency(lat.mean_ns)} "
+        f"max={format_latency(lat.max_ns)} ]"
+    )
     points = " ".join(f"{p:g}%<={format_us(lat.percentiles_ns[p])}" for p in TABLE_PERCENTILES)
-    return (_wide_row(f"{prefix} latency", minmax)
-            + _wide_row(f"{prefix} lat % us", f"[ {points} ]"))
+    return _wide_row(f"{prefix} latency", minmax) + _wide_row(f"{prefix} lat % us", f"[ {points} ]")
 
 
 def phase_block(phase: PhaseResult) -> str:
     first, last = phase.first_done, phase.last_done
     return (
-        _row(phase.name, "Elapsed time", format_elapsed(first.elapsed_ns),
-             format_elapsed(last.elapsed_ns))
+        _row(
+            phase.name,
+            "Elapsed time",
+            format_elapsed(first.elapsed_ns),
+            format_elapsed(last.elapsed_ns),
+        )
         + _row("", "IOPS", first.iops, last.iops)
         + _row("", "Throughput MiB/s", first.bytes_per_s // MIB, last.bytes_per_s // MIB)
         + _row("", "Total MiB", first.bytes // MIB, last.bytes // MIB)

@@ -1,0 +1,141 @@
+"""Phase runner on the null engine: first/last-done math, exactness, in-flight peak."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from time import perf_counter_ns
+
+import pytest
+
+from aiobench.config import BenchConfig
+from aiobench.engine import READ, NullEngine, RawBatch, SlotBuffer
+from aiobench.phases import RunContext, make_executor, run_phase
+from aiobench.targets import Layout
+from aiobench.workload import OpRun
+from tests.test_targets import make_cfg
+
+
+class RecordingEngine(NullEngine):
+    """The null engine, keeping every operation's (path index, end instant)."""
+
+    def __init__(self, delays_ns: dict[int, int]) -> None:
+        super().__init__(lambda index: delays_ns[index])
+        self.ends: list[tuple[int, int]] = []
+        self.lock = threading.Lock()
+
+    def run(
+        self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun, buf: SlotBuffer
+    ) -> RawBatch:
+        batch = super().run(kind, fds, paths, ops, buf)
+        index = ops.path_index
+        assert isinstance(index, int)
+        with self.lock:
+            self.ends.extend((index, end) for end in batch.ends)
+        return batch
+
+
+def context(cfg: BenchConfig, layout: Layout, engine: NullEngine) -> RunContext:
+    return RunContext(
+        cfg=cfg,
+        layout=layout,
+        paths=cfg.paths,
+        fds=[-1] * len(cfg.paths),
+        engine=engine,
+        executor=make_executor(cfg.slots),
+        stop=threading.Event(),
+    )
+
+
+async def test_first_done_counts_all_threads_at_the_first_finish(tmp_path: Path) -> None:
+    # Thread 0 works on path 0 (1 ms per op), thread 1 on path 1 (3 ms per op): thread 0
+    # finishes first, when thread 1 has done about a third of its work.
+    cfg = make_cfg(
+        [str(tmp_path / "a"), str(tmp_path / "b")],
+        threads=2,
+        block="4k",
+        size="400k",
+        write=False,
+        read=True,
+    )
+    layout = Layout((100 * 4096, 100 * 4096), 4096)
+    engine = RecordingEngine({0: 1_000_000, 1: 3_000_000})
+    ctx = context(cfg, layout, engine)
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    first, last = phase.first_done, phase.last_done
+    assert last.ops == 200 and last.bytes == 200 * 4096
+    assert first.elapsed_ns < last.elapsed_ns
+    # Exact: the snapshot equals the number of operations that ended by the first finish.
+    first_finish = max(end for index, end in engine.ends if index == 0)
+    ended_by_then = sum(1 for _, end in engine.ends if end <= first_finish)
+    assert first.ops == ended_by_then
+    assert first.bytes == ended_by_then * 4096
+    assert 100 + 20 <= first.ops <= 100 + 45
+    assert phase.threads[0].ops == 100 and phase.threads[1].ops == 100
+    assert phase.threads[0].elapsed_ns == first.elapsed_ns
+    assert phase.threads[1].elapsed_ns == last.elapsed_ns
+    # Rates follow the truncating elbencho formula.
+    assert first.iops == int(first.ops * 1e6 / (first.elapsed_ns // 1000))
+    assert phase.io_latency.count == 200
+    assert 1_000_000 <= phase.io_latency.min_ns < 3_000_000 <= phase.io_latency.max_ns
+
+
+@pytest.mark.parametrize(("threads", "iodepth"), [(2, 16), (2, 1)])
+async def test_peak_inflight_is_threads_times_iodepth(
+    tmp_path: Path, threads: int, iodepth: int
+) -> None:
+    cfg = make_cfg(
+        [str(tmp_path / "a")],
+        threads=threads,
+        iodepth=iodepth,
+        block="4k",
+        size="256k",
+        write=False,
+        read=True,
+    )
+    layout = Layout((64 * 4096,), 4096)
+    ctx = context(cfg, layout, NullEngine(lambda _: 2_000_000))
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert phase.peak_inflight_ops == threads * iodepth
+    assert phase.last_done.ops == 64
+
+
+async def test_time_limit_stops_the_phase(tmp_path: Path) -> None:
+    cfg = make_cfg(
+        [str(tmp_path / "a")], threads=2, block="4k", size="4m", write=False, read=True, timelimit=1
+    )
+    layout = Layout((1024 * 4096,), 4096)
+    ctx = context(cfg, layout, NullEngine(lambda _: 5_000_000))
+    started = perf_counter_ns()
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    took = perf_counter_ns() - started
+    assert 1_000_000_000 <= took < 1_500_000_000
+    assert phase.time_limited
+    assert 0 < phase.last_done.ops < 1024
+    assert 1_000_000_000 <= phase.last_done.elapsed_ns < 1_200_000_000
+
+
+async def test_stop_request_ends_the_phase_quickly(tmp_path: Path) -> None:
+    cfg = make_cfg([str(tmp_path / "a")], threads=2, block="4k", size="4m", write=False, read=True)
+    layout = Layout((1024 * 4096,), 4096)
+    ctx = context(cfg, layout, NullEngine(lambda _: 5_000_000))
+    timer = threading.Timer(0.3, ctx.stop.set)
+    timer.start()
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+        timer.cancel()
+    assert phase.interrupted
+    assert 0 < phase.last_done.ops < 1024
+    assert phase.last_done.elapsed_ns < 600_000_000

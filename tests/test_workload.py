@@ -1,0 +1,106 @@
+"""Operation streams: sequential order, uniform random reads, full-coverage random writes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from aiobench.targets import Layout, Slice
+from aiobench.workload import OpRun, OpStream, Permutation, ops_per_thread
+
+
+def drain(stream: OpStream, step: int = 7) -> list[tuple[int, int, int]]:
+    """All (path index, offset, length) the stream hands out, in order."""
+    out: list[tuple[int, int, int]] = []
+    while (run := stream.take(step)) is not None:
+        out.extend(_expand(run))
+    return out
+
+
+def _expand(run: OpRun) -> list[tuple[int, int, int]]:
+    index = run.path_index
+    indices = [index] * len(run) if isinstance(index, int) else index
+    return [(i, off, run.length) for i, off in zip(indices, run.offsets, strict=False)]
+
+
+def stream(
+    layout: Layout,
+    part: Slice,
+    *,
+    rand: bool = False,
+    permute: bool = False,
+    total: int | None = None,
+    aligned: bool = True,
+    seed: int = 3,
+) -> OpStream:
+    return OpStream(
+        layout=layout,
+        part=part,
+        total_ops=part.blocks if total is None else total,
+        rand=rand,
+        aligned=aligned,
+        permute=permute,
+        rng=np.random.default_rng(seed),
+    )
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 1000, 4097, 65_537])
+def test_permutation_visits_every_value_once_per_period(n: int) -> None:
+    perm = Permutation(n, np.random.default_rng(n))
+    values: list[int] = []
+    while len(values) < 2 * n:
+        values.extend(perm.chunk().tolist())
+    first, second = values[:n], values[n : 2 * n]
+    assert sorted(first) == list(range(n))
+    assert sorted(second) == list(range(n))
+    if n >= 1000:
+        assert first != sorted(first)  # actually shuffled
+
+
+def test_sequential_slice_spanning_two_files_with_short_blocks() -> None:
+    layout = Layout((2500, 2000), 1000)  # blocks: 1000,1000,500 | 1000,1000
+    ops = drain(stream(layout, Slice(1, 4)), step=10)
+    assert ops == [(0, 1000, 1000), (0, 2000, 500), (1, 0, 1000), (1, 1000, 1000)]
+
+
+def test_random_writes_cover_the_slice_exactly_once() -> None:
+    layout = Layout((10 * 4096, 10 * 4096), 4096)
+    for part in layout.slices(3):
+        ops = drain(stream(layout, part, rand=True, permute=True))
+        blocks = [layout.cum_blocks[i] + off // 4096 for i, off, _ in ops]
+        assert sorted(blocks) == list(range(part.first_block, part.first_block + part.blocks))
+
+
+def test_random_reads_stay_in_slice_and_repeat() -> None:
+    layout = Layout((64 * 4096,), 4096)
+    part = Slice(16, 16)
+    ops = drain(stream(layout, part, rand=True, total=2000))
+    assert len(ops) == 2000
+    blocks = Counter(off // 4096 for _, off, _ in ops)
+    assert set(blocks) == set(range(16, 32))  # uniform over the slice, with replacement
+    assert max(blocks.values()) > 1
+
+
+def test_unaligned_random_offsets_stay_inside_the_file() -> None:
+    layout = Layout((10 * 4096,), 4096)
+    ops = drain(stream(layout, Slice(0, 10), rand=True, total=500, aligned=False))
+    offsets = [off for _, off, _ in ops]
+    assert max(offsets) <= 9 * 4096
+    assert any(off % 4096 for off in offsets)
+
+
+def test_seeded_streams_repeat_exactly() -> None:
+    layout = Layout((1 << 20,), 4096)
+    a = drain(stream(layout, Slice(0, 256), rand=True, total=300, seed=9))
+    b = drain(stream(layout, Slice(0, 256), rand=True, total=300, seed=9))
+    assert a == b
+
+
+def test_randamount_is_split_evenly_in_whole_blocks() -> None:
+    layout = Layout((1 << 20,) * 2, 4096)
+    parts = layout.slices(3)
+    assert ops_per_thread(layout, parts, True, None) == [170, 170, 172]
+    assert ops_per_thread(layout, parts, True, 1 << 20) == [85, 85, 85]
+    assert ops_per_thread(layout, parts, False, 1 << 20) == [170, 170, 172]

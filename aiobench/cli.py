@@ -117,6 +117,8 @@ def bench(
         argv=tuple(sys.argv),
     )
     resolved = resolve(cfg)
+    if cfg.json_path not in (None, "-"):
+        _check_writable(cfg.json_path)
     human = sys.stderr if cfg.json_path == "-" else sys.stdout
     for note in resolved.notes:
         print(f"Note: {note}.", file=sys.stderr)
@@ -127,8 +129,6 @@ def bench(
             "work).",
             file=sys.stderr,
         )
-    if cfg.json_path not in (None, "-"):
-        _check_writable(cfg.json_path)
 
     def show(phase: PhaseResult) -> None:
         if len(result_phases) == 0:
@@ -156,6 +156,8 @@ def _check_writable(path: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ConfigError(f"--json: directory of {path} does not exist")
+    if os.path.isdir(path):
+        raise ConfigError(f"--json: {path} is a directory")
     if not os.access(directory, os.W_OK):
         raise ConfigError(f"--json: cannot write to {directory}")
 
@@ -172,7 +174,9 @@ def main(argv: list[str] | None = None) -> None:
     except AiobenchError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         code = exc.exit_code
-    except (click.exceptions.Abort, typer.Abort):
+    except (KeyboardInterrupt, click.exceptions.Abort, typer.Abort):
+        # SIGINT before the run installed its own handler: nothing was measured yet.
+        print("Error: interrupted before the benchmark started", file=sys.stderr)
         code = 130
     # typer >= 0.2x vendors click: its parse errors are TyperExceptions, not click's.
     except (click.ClickException, typer.TyperException) as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from dataclasses import asdict, dataclass
 
@@ -78,8 +79,13 @@ def build_config(
     expanded: list[str] = []
     for path in paths:
         expanded.extend(expand_brackets(path))
-    if len(set(expanded)) != len(expanded):
-        raise ConfigError("PATH: the same path is given more than once")
+    seen: dict[str, str] = {}
+    for path in expanded:
+        key = os.path.normpath(os.path.abspath(path))  # f and ./f are one file
+        if key in seen:
+            also = "" if seen[key] == path else f" (also as {seen[key]})"
+            raise ConfigError(f"PATH: {path} is given more than once{also}")
+        seen[key] = path
     if not (write or read):
         raise ConfigError("nothing to do: give -w/--write and/or -r/--read")
     if threads < 1:

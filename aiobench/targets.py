@@ -277,7 +277,7 @@ def blockdev_signature(path: str) -> str | None:
     fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     kind = fields.get("TYPE") or fields.get("PTTYPE")
     if proc.returncode == 0 and kind:
-        return f"a {kind} signature"
+        return f"a filesystem or partition-table signature ({kind})"
     return f"data that cannot be checked (blkid: {proc.stderr.strip() or proc.returncode})"
 
 

@@ -69,9 +69,9 @@ def format_elapsed(elapsed_ns: int) -> str:
 
 def _three_digits(value: float) -> str:
     """Three significant digits without exponent: 4.08, 24.0, 123."""
-    if value >= 100:
+    if value >= 99.95:
         return f"{value:.0f}"
-    if value >= 10:
+    if value >= 9.995:
         return f"{value:.1f}"
     return f"{value:.2f}"
 
@@ -80,21 +80,23 @@ def format_latency(ns: float) -> str:
     """A latency for the min/avg/max row: ``742ns``, ``6.7us``, ``109us``, ``4.08ms``, ``1.23s``.
 
     Like elbencho above 10 us (integer microseconds, then 3 significant digits in ms and s);
-    finer below, because aiobench measures in nanoseconds.
+    finer below, because aiobench measures in nanoseconds. The unit is picked after
+    rounding, so 999.6 ns prints as ``1.0us``, never ``1000ns``.
     """
-    if ns < NS_PER_US:
+    if ns < 999.5:
         return f"{ns:.0f}ns"
     us = ns / NS_PER_US
-    if us < 10:
+    if us < 9.95:
         return f"{us:.1f}us"
-    if us < 1_000:
+    if us < 999.5:
         return f"{us:.0f}us"
-    if ns < NS_PER_S:
-        return f"{_three_digits(ns / NS_PER_MS)}ms"
+    ms = ns / NS_PER_MS
+    if ms < 999.5:
+        return f"{_three_digits(ms)}ms"
     return f"{_three_digits(ns / NS_PER_S)}s"
 
 
 def format_us(ns: float) -> str:
     """A percentile value in microseconds, as in elbencho's ``lat % us`` row (6.7, 11, 2048)."""
     us = ns / NS_PER_US
-    return f"{us:.1f}" if us < 10 else f"{us:.0f}"
+    return f"{us:.1f}" if us < 9.95 else f"{us:.0f}"

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
@@ -75,3 +76,27 @@ def test_read_past_end_reports_path_offset_and_errno(tmp_path: Path) -> None:
     assert result.error["offset"] == 32 * 1024
     assert result.error["errno_name"] == "EIO"
     assert result.phases[0].last_done.ops == 8  # what was measured is still reported
+
+
+@pytest.mark.parametrize(("iodepth", "expected"), [(16, 32), (1, 2)])
+def test_peak_inflight_on_real_direct_io(tmp_path: Path, iodepth: int, expected: int) -> None:
+    # O_DIRECT reads go to the device, so executor threads wait in the kernel, not for the
+    # interpreter lock, and every slot is in flight at once.
+    target = tmp_path / "f"
+    target.write_bytes(np.random.default_rng(1).bytes(8 << 20))
+    cfg = make_cfg(
+        [str(target)],
+        write=False,
+        read=True,
+        threads=2,
+        iodepth=iodepth,
+        block="4k",
+        size=None,
+        rand=True,
+        direct=True,
+        timelimit=1,
+    )
+    result = run_benchmark(cfg, resolve(cfg))
+    phase = result.phases[0]
+    assert phase.peak_inflight_ops == expected
+    assert phase.last_done.ops > 0

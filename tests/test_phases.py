@@ -98,7 +98,9 @@ async def test_peak_inflight_is_threads_times_iodepth(
         read=True,
     )
     layout = Layout((64 * 4096,), 4096)
-    ctx = context(cfg, layout, NullEngine(lambda _: 2_000_000))
+    # 50 ms per operation: far longer than the loop needs to dispatch all slots, even on a
+    # loaded machine.
+    ctx = context(cfg, layout, NullEngine(lambda _: 50_000_000))
     try:
         phase, _ = await run_phase(ctx, READ, 0)
     finally:

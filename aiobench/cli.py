@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -114,7 +115,7 @@ def bench(
         json_path=json_out,
         seed=seed,
         force=force,
-        argv=tuple(sys.argv),
+        argv=("aiobench", *sys.argv[1:]),
     )
     resolved = resolve(cfg)
     if cfg.json_path not in (None, "-"):
@@ -130,14 +131,14 @@ def bench(
             file=sys.stderr,
         )
 
-    def show(phase: PhaseResult) -> None:
-        if len(result_phases) == 0:
-            human.write(HEADER)
-        result_phases.append(phase)
-        human.write(phase_block(phase))
-        human.flush()
+    shown: list[PhaseResult] = []
 
-    result_phases: list[PhaseResult] = []
+    def show(phase: PhaseResult) -> None:
+        # The header waits for the first result: a setup error must stay a single line.
+        human.write(("" if shown else HEADER) + phase_block(phase))
+        human.flush()
+        shown.append(phase)
+
     result = run_benchmark(cfg, resolved, on_phase=show)
     if result.interrupted:
         print(f"Interrupted by {result.meta.get('signal')}: results so far.", file=sys.stderr)
@@ -151,8 +152,6 @@ def bench(
 
 
 def _check_writable(path: str) -> None:
-    import os
-
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ConfigError(f"--json: directory of {path} does not exist")

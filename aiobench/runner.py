@@ -58,18 +58,21 @@ def run_benchmark(
     *,
     engine: Engine | None = None,
     on_phase: PhaseCallback | None = None,
-    use_uvloop: bool = True,
 ) -> RunResult:
     """Open the targets and run every phase; never raises for I/O errors or signals.
 
     Raises :class:`~aiobench.errors.ConfigError` only during setup, before anything was
     measured (and after removing any file it created).
     """
-    loop_name = event_loop_name() if use_uvloop else "asyncio"
+    loop_name = event_loop_name()
     result = RunResult(meta=run_meta(cfg, resolved, loop_name))
     opened = open_targets(cfg, resolved.path_type)
     stop = threading.Event()
-    executor = make_executor(cfg.slots)
+    try:
+        executor = make_executor(cfg.slots)
+    except BaseException:
+        opened.close()
+        raise
     ctx = RunContext(
         cfg=cfg,
         layout=resolved.layout,
@@ -83,7 +86,7 @@ def run_benchmark(
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
-            group.start_soon(_watch_signals, stop, result, group.cancel_scope)
+            group.start_soon(_watch_signals, stop, result)
             for index, kind in enumerate(kinds):
                 phase, shared = await run_phase(ctx, kind, index)
                 result.phases.append(phase)
@@ -104,11 +107,10 @@ def run_benchmark(
     return result
 
 
-async def _watch_signals(
-    stop: threading.Event, result: RunResult, scope: anyio.CancelScope
-) -> None:
+async def _watch_signals(stop: threading.Event, result: RunResult) -> None:
+    """SIGINT/SIGTERM: mark the run interrupted and ask every slot to stop."""
     if threading.current_thread() is not threading.main_thread():
-        await anyio.sleep_forever()
+        await anyio.sleep_forever()  # signal handlers can only live in the main thread
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             result.interrupted = True

@@ -23,10 +23,16 @@ from aiobench.errors import BenchIOError
 from aiobench.stats import Int64Array, LatencyRecorder
 from aiobench.workload import OpRun, OpStream
 
-# A round-trip to the executor costs tens of microseconds; runs of ~5 ms keep that below a
-# few percent while a stop request or time limit is still honoured within milliseconds.
-TARGET_BATCH_NS = 5_000_000
-MAX_BATCH_OPS = 16_384
+# A round-trip to the executor costs tens of microseconds, and up to a scheduler time slice
+# (~1 ms) when the I/O threads keep every core busy and the event loop waits for one. Runs
+# of ~50 ms keep that at a few percent; stop requests are still honoured within 0.1 s, and
+# runs are cut short so they end at the time limit.
+TARGET_BATCH_NS = 50_000_000
+MAX_BATCH_OPS = 65_536
+# Runs start short (the pace is unknown) and grow at most 4x per round-trip: few enough
+# round-trips at the start of a phase, small enough steps if the first ones were flukes.
+_FIRST_RUN = 4
+_GROWTH = 4
 # Batches a slot keeps until the first-done instant is known: the instant is published a
 # few event-loop turns after it happened, and a slot finishes at most one batch per turn.
 _RING = 8
@@ -65,7 +71,8 @@ class Slot:
     ops: int = 0
     bytes: int = 0
     last_end_ns: int = 0
-    batch_ops: int = 1
+    batch_ops: int = _FIRST_RUN
+    op_ns: float = 0.0  # wall time per operation in the last run, for sizing the next
     ring: deque[tuple[Int64Array, int, int, int]] = field(
         default_factory=lambda: deque(maxlen=_RING)
     )
@@ -114,12 +121,19 @@ def _account(shared: PhaseShared, slot: Slot, ends: Int64Array, length: int) -> 
         slot.ring.clear()
 
 
-async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot) -> None:
+async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot, siblings: int) -> None:
     loop = asyncio.get_running_loop()
     while not shared.stop.is_set():
-        if shared.deadline_ns and perf_counter_ns() >= shared.deadline_ns:
-            return
-        run = stream.take(slot.batch_ops)
+        # At most a fair share of what is left, so the thread's slots stay busy together
+        # to the end instead of one slot finishing a long run alone.
+        count = min(slot.batch_ops, -(-stream.remaining // siblings))
+        if shared.deadline_ns:
+            left_ns = shared.deadline_ns - perf_counter_ns()
+            if left_ns <= 0:
+                return
+            if slot.op_ns:
+                count = max(1, min(count, int(left_ns / slot.op_ns)))
+        run = stream.take(count)
         if run is None:
             return
         ends, length, error = await loop.run_in_executor(
@@ -129,17 +143,23 @@ async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot) -> None:
         if error is not None:
             shared.fail(error)
             return
-        if ends.size:
-            took = max(int(ends[-1]) - int(ends[0]), 1)
-            per_op = took / max(int(ends.size) - 1, 1)
-            wanted = int(TARGET_BATCH_NS / per_op) if ends.size > 1 else slot.batch_ops * 2
-            slot.batch_ops = max(1, min(MAX_BATCH_OPS, slot.batch_ops * 2, wanted))
+        _resize(slot, ends)
+
+
+def _resize(slot: Slot, ends: Int64Array) -> None:
+    """Grow the next run towards TARGET_BATCH_NS, from this run's pace."""
+    if ends.size < 2:
+        slot.batch_ops = min(MAX_BATCH_OPS, slot.batch_ops * _GROWTH)
+        return
+    slot.op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (int(ends.size) - 1)
+    wanted = int(TARGET_BATCH_NS / slot.op_ns)
+    slot.batch_ops = max(1, min(MAX_BATCH_OPS, slot.batch_ops * _GROWTH, wanted))
 
 
 async def run_thread(shared: PhaseShared, stream: OpStream, slots: list[Slot]) -> int:
     """Run one thread rank's slots to completion; return the instant its last op ended."""
     async with anyio.create_task_group() as group:
         for slot in slots:
-            group.start_soon(_run_slot, shared, stream, slot)
+            group.start_soon(_run_slot, shared, stream, slot, len(slots))
     finished = max(slot.last_end_ns for slot in slots)
     return finished if finished else shared.start_ns

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from typing import Any
 
 from aiobench.results import SCHEMA_VERSION, PhaseResult, RunResult, Totals
@@ -68,9 +68,13 @@ def dumps(result: RunResult) -> str:
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and rename (never a half file)."""
+    """Write ``text`` to ``path`` via a temporary file and rename (never a half file).
+
+    The temporary file is created with mode 0666 less the umask, like any new file.
+    """
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".aiobench-", suffix=".json", dir=directory)
+    tmp = os.path.join(directory, f".aiobench-{os.getpid()}-{secrets.token_hex(4)}.json")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -84,8 +84,16 @@ def _round_up(value: int, multiple: int) -> int:
 
 
 class Engine(Protocol):
+    """Runs ``ops`` in order until all are done or an operation ends after ``until_ns``."""
+
     def run(
-        self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun, buf: SlotBuffer
+        self,
+        kind: str,
+        fds: Sequence[int],
+        paths: Sequence[str],
+        ops: OpRun,
+        buf: SlotBuffer,
+        until_ns: int,
     ) -> RawBatch: ...
 
 
@@ -93,15 +101,21 @@ class PosixEngine:
     """Real I/O: one positional syscall per operation, timed around the syscall only."""
 
     def run(
-        self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun, buf: SlotBuffer
+        self,
+        kind: str,
+        fds: Sequence[int],
+        paths: Sequence[str],
+        ops: OpRun,
+        buf: SlotBuffer,
+        until_ns: int,
     ) -> RawBatch:
         batch = RawBatch([], [], ops.length)
         index = ops.path_index
         try:
             if kind == READ:
-                self._read(batch, fds, index, ops, buf)
+                self._read(batch, fds, index, ops, buf, until_ns)
             else:
-                self._write(batch, fds, index, ops, buf)
+                self._write(batch, fds, index, ops, buf, until_ns)
         except OSError as exc:
             done = len(batch.ends)
             del batch.starts[done:]
@@ -116,9 +130,15 @@ class PosixEngine:
 
     @staticmethod
     def _read(
-        batch: RawBatch, fds: Sequence[int], index: int | list[int], ops: OpRun, buf: SlotBuffer
+        batch: RawBatch,
+        fds: Sequence[int],
+        index: int | list[int],
+        ops: OpRun,
+        buf: SlotBuffer,
+        until_ns: int,
     ) -> None:
-        # The hot loop: locals only, two clock reads and one syscall per operation.
+        # The hot loop: locals only, two clock reads, one syscall and two compares per
+        # operation.
         preadv, clock = os.preadv, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
         length = ops.length
@@ -128,20 +148,29 @@ class PosixEngine:
             for off in ops.offsets:
                 add_start(clock())
                 got = preadv(fd, bufs, off)
-                add_end(clock())
+                add_end(end := clock())
                 if got != length:
                     raise _short(batch, got)
+                if end > until_ns:
+                    return
         else:
             for i, off in zip(index, ops.offsets, strict=False):
                 add_start(clock())
                 got = preadv(fds[i], bufs, off)
-                add_end(clock())
+                add_end(end := clock())
                 if got != length:
                     raise _short(batch, got)
+                if end > until_ns:
+                    return
 
     @staticmethod
     def _write(
-        batch: RawBatch, fds: Sequence[int], index: int | list[int], ops: OpRun, buf: SlotBuffer
+        batch: RawBatch,
+        fds: Sequence[int],
+        index: int | list[int],
+        ops: OpRun,
+        buf: SlotBuffer,
+        until_ns: int,
     ) -> None:
         pwritev, clock = os.pwritev, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
@@ -167,11 +196,13 @@ class PosixEngine:
             fd = fds[single] if single >= 0 else fds[index[n]]  # type: ignore[index]
             add_start(clock())
             got = pwritev(fd, windows[window], off)
-            add_end(clock())
+            add_end(end := clock())
             window = window + 1 if window + 1 < n_windows else 0
             if got != length:
                 buf.next_window, buf.next_stamp = window, stamp
                 raise _short(batch, got)
+            if end > until_ns:
+                break
         buf.next_window, buf.next_stamp = window, stamp
 
 
@@ -188,7 +219,13 @@ class NullEngine:
         self.delay_ns = delay_ns or (lambda _index: 0)
 
     def run(
-        self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun, buf: SlotBuffer
+        self,
+        kind: str,
+        fds: Sequence[int],
+        paths: Sequence[str],
+        ops: OpRun,
+        buf: SlotBuffer,
+        until_ns: int,
     ) -> RawBatch:
         batch = RawBatch([], [], ops.length)
         index = ops.path_index
@@ -198,5 +235,7 @@ class NullEngine:
             if delay:
                 time.sleep(delay / 1e9)
             batch.starts.append(start)
-            batch.ends.append(perf_counter_ns())
+            batch.ends.append(end := perf_counter_ns())
+            if end > until_ns:
+                break
         return batch

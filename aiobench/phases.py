@@ -147,7 +147,9 @@ def _summarise(
             )
         )
     last = max(finished)
-    incomplete = any(stream.remaining for stream in streams)
+    incomplete = any(stream.remaining for stream in streams) or any(
+        slot.pending for rank_slots in slots for slot in rank_slots
+    )
     return PhaseResult(
         name=PHASE_NAMES[kind],
         first_done=Totals(elapsed_ns=first - start, ops=first_ops, bytes=first_bytes),

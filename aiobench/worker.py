@@ -25,14 +25,13 @@ from aiobench.workload import OpRun, OpStream
 
 # A round-trip to the executor costs tens of microseconds, and up to a scheduler time slice
 # (~1 ms) when the I/O threads keep every core busy and the event loop waits for one. Runs
-# of ~50 ms keep that at a few percent; stop requests are still honoured within 0.1 s, and
-# runs are cut short so they end at the time limit.
+# of ~50 ms keep that at a few percent. The engine itself ends a run once an operation
+# ends past its budget (or the time limit), so a run never overstays whatever the pace.
 TARGET_BATCH_NS = 50_000_000
 MAX_BATCH_OPS = 65_536
-# Runs start short (the pace is unknown) and grow at most 4x per round-trip: few enough
-# round-trips at the start of a phase, small enough steps if the first ones were flukes.
-_FIRST_RUN = 4
-_GROWTH = 4
+# Operations handed over for the first run, before the pace is known; what the budget
+# leaves undone stays with the slot for its next run.
+_FIRST_RUN = 256
 # Batches a slot keeps until the first-done instant is known: the instant is published a
 # few event-loop turns after it happened, and a slot finishes at most one batch per turn.
 _RING = 8
@@ -72,7 +71,7 @@ class Slot:
     bytes: int = 0
     last_end_ns: int = 0
     batch_ops: int = _FIRST_RUN
-    op_ns: float = 0.0  # wall time per operation in the last run, for sizing the next
+    pending: OpRun | None = None  # what the last run's time budget left undone
     ring: deque[tuple[Int64Array, int, int, int]] = field(
         default_factory=lambda: deque(maxlen=_RING)
     )
@@ -96,8 +95,11 @@ def _execute(
     with shared.lock:
         shared.inflight += 1
         shared.peak_inflight = max(shared.peak_inflight, shared.inflight)
+    until = perf_counter_ns() + TARGET_BATCH_NS
+    if shared.deadline_ns:
+        until = min(until, shared.deadline_ns)
     try:
-        raw = shared.engine.run(shared.kind, shared.fds, shared.paths, run, slot.buffer)
+        raw = shared.engine.run(shared.kind, shared.fds, shared.paths, run, slot.buffer, until)
     finally:
         with shared.lock:
             shared.inflight -= 1
@@ -124,16 +126,12 @@ def _account(shared: PhaseShared, slot: Slot, ends: Int64Array, length: int) -> 
 async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot, siblings: int) -> None:
     loop = asyncio.get_running_loop()
     while not shared.stop.is_set():
+        if shared.deadline_ns and perf_counter_ns() >= shared.deadline_ns:
+            return
         # At most a fair share of what is left, so the thread's slots stay busy together
         # to the end instead of one slot finishing a long run alone.
-        count = min(slot.batch_ops, -(-stream.remaining // siblings))
-        if shared.deadline_ns:
-            left_ns = shared.deadline_ns - perf_counter_ns()
-            if left_ns <= 0:
-                return
-            if slot.op_ns:
-                count = max(1, min(count, int(left_ns / slot.op_ns)))
-        run = stream.take(count)
+        run = slot.pending or stream.take(min(slot.batch_ops, -(-stream.remaining // siblings)))
+        slot.pending = None
         if run is None:
             return
         ends, length, error = await loop.run_in_executor(
@@ -143,17 +141,12 @@ async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot, siblings:
         if error is not None:
             shared.fail(error)
             return
-        _resize(slot, ends)
-
-
-def _resize(slot: Slot, ends: Int64Array) -> None:
-    """Grow the next run towards TARGET_BATCH_NS, from this run's pace."""
-    if ends.size < 2:
-        slot.batch_ops = min(MAX_BATCH_OPS, slot.batch_ops * _GROWTH)
-        return
-    slot.op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (int(ends.size) - 1)
-    wanted = int(TARGET_BATCH_NS / slot.op_ns)
-    slot.batch_ops = max(1, min(MAX_BATCH_OPS, slot.batch_ops * _GROWTH, wanted))
+        if ends.size < len(run):
+            slot.pending = run.after(int(ends.size))
+        if ends.size > 1:
+            # Hand over a little more than the budget holds at this pace; the rest waits.
+            op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (int(ends.size) - 1)
+            slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * TARGET_BATCH_NS / op_ns)))
 
 
 async def run_thread(shared: PhaseShared, stream: OpStream, slots: list[Slot]) -> int:

@@ -33,6 +33,12 @@ class OpRun:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def after(self, done: int) -> OpRun:
+        """The operations of this run that come after the first ``done``."""
+        index = self.path_index
+        rest = index if isinstance(index, int) else index[done:]
+        return OpRun(rest, self.offsets[done:], self.length)
+
 
 def thread_seed(seed: int, rank: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, rank]))

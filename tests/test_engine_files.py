@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aiobench.engine import READ, PosixEngine, SlotBuffer
 from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
+from aiobench.workload import OpRun
 from tests.test_targets import make_cfg
 
 
@@ -100,3 +102,21 @@ def test_peak_inflight_on_real_direct_io(tmp_path: Path, iodepth: int, expected:
     phase = result.phases[0]
     assert phase.peak_inflight_ops == expected
     assert phase.last_done.ops > 0
+
+
+def test_engine_run_ends_at_its_time_budget(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(bytes(64 * 4096))
+    fd = os.open(target, os.O_RDONLY)
+    buf = SlotBuffer(4096, for_write=False, rng=np.random.default_rng(0), stamp_base=0)
+    ops = OpRun(0, [i * 4096 for i in range(64)], 4096)
+    try:
+        engine = PosixEngine()
+        past = engine.run(READ, [fd], [str(target)], ops, buf, until_ns=0)
+        assert len(past.ends) == 1  # one operation always runs, then the budget is spent
+        whole = engine.run(READ, [fd], [str(target)], ops, buf, until_ns=2**62)
+        assert len(whole.ends) == len(whole.starts) == 64
+        assert all(s <= e for s, e in zip(whole.starts, whole.ends, strict=True))
+    finally:
+        buf.close()
+        os.close(fd)

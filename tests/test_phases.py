@@ -26,9 +26,15 @@ class RecordingEngine(NullEngine):
         self.lock = threading.Lock()
 
     def run(
-        self, kind: str, fds: Sequence[int], paths: Sequence[str], ops: OpRun, buf: SlotBuffer
+        self,
+        kind: str,
+        fds: Sequence[int],
+        paths: Sequence[str],
+        ops: OpRun,
+        buf: SlotBuffer,
+        until_ns: int,
     ) -> RawBatch:
-        batch = super().run(kind, fds, paths, ops, buf)
+        batch = super().run(kind, fds, paths, ops, buf, until_ns)
         index = ops.path_index
         assert isinstance(index, int)
         with self.lock:

@@ -104,3 +104,11 @@ def test_randamount_is_split_evenly_in_whole_blocks() -> None:
     assert ops_per_thread(layout, parts, True, None) == [170, 170, 172]
     assert ops_per_thread(layout, parts, True, 1 << 20) == [85, 85, 85]
     assert ops_per_thread(layout, parts, False, 1 << 20) == [170, 170, 172]
+
+
+def test_run_after_keeps_the_rest_in_order() -> None:
+    run = OpRun([0, 1, 1, 0], [0, 4096, 8192, 12288], 4096)
+    rest = run.after(1)
+    assert (rest.path_index, rest.offsets, rest.length) == ([1, 1, 0], [4096, 8192, 12288], 4096)
+    single = OpRun(2, [0, 4096, 8192], 4096).after(2)
+    assert (single.path_index, single.offsets) == (2, [8192])

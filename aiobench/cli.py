@@ -6,7 +6,6 @@ import os
 import sys
 from typing import Annotated
 
-import click
 import typer
 
 from aiobench import __version__
@@ -167,18 +166,16 @@ def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
-    except click.UsageError as exc:
-        print(f"Error: {exc.format_message()}", file=sys.stderr)
-        code = 2
     except AiobenchError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         code = exc.exit_code
-    except (KeyboardInterrupt, click.exceptions.Abort, typer.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         # SIGINT before the run installed its own handler: nothing was measured yet.
         print("Error: interrupted before the benchmark started", file=sys.stderr)
         code = 130
-    # typer >= 0.2x vendors click: its parse errors are TyperExceptions, not click's.
-    except (click.ClickException, typer.TyperException) as exc:
-        print(f"Error: {exc.format_message()}", file=sys.stderr)
-        code = exc.exit_code
+    except typer.TyperException as exc:
+        # Parse errors (unknown option, not an integer, ...) from typer's built-in click.
+        format_message = getattr(exc, "format_message", None)
+        print(f"Error: {format_message() if format_message else exc}", file=sys.stderr)
+        code = getattr(exc, "exit_code", 2)
     sys.exit(code if isinstance(code, int) else 0)

@@ -120,15 +120,17 @@ def bench(
     if cfg.json_path not in (None, "-"):
         _check_writable(cfg.json_path)
     human = sys.stderr if cfg.json_path == "-" else sys.stdout
-    for note in resolved.notes:
-        print(f"Note: {note}.", file=sys.stderr)
-    if cfg.slots > 1 and resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK:
-        print(
-            f"Note: {cfg.slots} slots share one Python interpreter; at small block sizes "
-            "waiting for its lock adds to measured latency (use MPI ranks for latency "
-            "work).",
-            file=sys.stderr,
-        )
+
+    def notes() -> None:
+        for note in resolved.notes:
+            print(f"Note: {note}.", file=sys.stderr)
+        if cfg.slots > 1 and resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK:
+            print(
+                f"Note: {cfg.slots} slots share one Python interpreter; at small block sizes "
+                "waiting for its lock adds to measured latency (use MPI ranks for latency "
+                "work).",
+                file=sys.stderr,
+            )
 
     shown: list[PhaseResult] = []
 
@@ -138,7 +140,7 @@ def bench(
         human.flush()
         shown.append(phase)
 
-    result = run_benchmark(cfg, resolved, on_phase=show)
+    result = run_benchmark(cfg, resolved, on_phase=show, on_ready=notes)
     if result.interrupted:
         print(f"Interrupted by {result.meta.get('signal')}: results so far.", file=sys.stderr)
     if result.error is not None:

@@ -58,6 +58,7 @@ def run_benchmark(
     *,
     engine: Engine | None = None,
     on_phase: PhaseCallback | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> RunResult:
     """Open the targets and run every phase; never raises for I/O errors or signals.
 
@@ -83,6 +84,8 @@ def run_benchmark(
         stop=stop,
     )
     kinds = [kind for kind, wanted in ((WRITE, cfg.write), (READ, cfg.read)) if wanted]
+    if on_ready is not None:
+        on_ready()  # setup can no longer fail: notes for the user may go out now
 
     async def main() -> None:
         async with anyio.create_task_group() as group:

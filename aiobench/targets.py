@@ -135,6 +135,11 @@ def resolve(cfg: BenchConfig) -> Resolved:
             f"-t/--threads: {cfg.threads} threads but only {layout.total_blocks} blocks of "
             f"{block} bytes; use fewer threads, a smaller -b or a larger -s"
         )
+    if cfg.randamount is not None and cfg.randamount // cfg.threads < block:
+        raise ConfigError(
+            f"--randamount: {cfg.randamount} bytes give each of the {cfg.threads} threads "
+            f"less than one block of {block} bytes"
+        )
     return Resolved(path_type, layout, tuple(notes))
 
 

@@ -200,3 +200,12 @@ def test_direct_failure_removes_every_created_file(
     assert_usage_error(proc, ["--direct", str(target)])
     assert not target.exists()
     assert listing(workdir) == before
+
+
+def test_setup_error_after_notes_stays_one_line(run_cli: RunCli, ramfs: Path) -> None:
+    """A run that would print notes (size rounded, several small-block slots) but fails to
+    open its target prints only the error."""
+    target = ramfs / "f"
+    proc = run_cli("-w", "--direct", "-t", "2", "-b", "4k", "-s", "1000000", str(target))
+    assert_usage_error(proc, ["--direct", str(target)])
+    assert os.listdir(ramfs) == []

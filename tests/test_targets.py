@@ -91,3 +91,11 @@ def test_fewer_blocks_than_threads_is_refused(tmp_path: Path) -> None:
     cfg = make_cfg([str(tmp_path / "f")], block="4k", size="8k", threads=3)
     with pytest.raises(ConfigError, match="threads"):
         resolve(cfg)
+
+
+def test_randamount_below_one_block_per_thread_is_refused(tmp_path: Path) -> None:
+    cfg = make_cfg(
+        [str(tmp_path / "f")], block="4k", size="1m", threads=4, rand=True, randamount="12k"
+    )
+    with pytest.raises(ConfigError, match="--randamount"):
+        resolve(cfg)

@@ -1,8 +1,9 @@
 """One benchmark thread: a coroutine with ``--iodepth`` slots — the only hot loop.
 
 Each slot repeatedly takes a run of operations from its thread's stream and carries it to
-the executor in one round-trip; the run's length adapts so a round-trip lasts about
-``TARGET_BATCH_NS``. Operations are timed one by one in the executor thread.
+the executor in one round-trip; the executor thread ends the run after ``TARGET_BATCH_NS``
+(or at the time limit) and the slot keeps what is left for its next run. Operations are
+timed one by one in the executor thread.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ MAX_BATCH_OPS = 65_536
 # Operations handed over for the first run, before the pace is known; what the budget
 # leaves undone stays with the slot for its next run.
 _FIRST_RUN = 256
-# Batches a slot keeps until the first-done instant is known: the instant is published a
-# few event-loop turns after it happened, and a slot finishes at most one batch per turn.
+# Runs a slot keeps until the first-done instant is known: the instant is published a few
+# event-loop turns after it happened, and a slot completes at most one run per turn.
 _RING = 8
 
 

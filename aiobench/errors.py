@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno as errno_mod
 import os
 
-EXIT_OK = 0
 EXIT_IO_ERROR = 1
 EXIT_USAGE = 2
 

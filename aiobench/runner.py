@@ -14,6 +14,7 @@ import anyio
 from aiobench import __version__
 from aiobench.config import BenchConfig
 from aiobench.engine import READ, WRITE, Engine, PosixEngine
+from aiobench.errors import EXIT_IO_ERROR
 from aiobench.phases import RunContext, make_executor, run_phase
 from aiobench.results import PhaseResult, RunResult
 from aiobench.targets import Resolved, filesystem_type, open_targets
@@ -123,7 +124,7 @@ async def _watch_signals(stop: threading.Event, result: RunResult) -> None:
 
 def exit_code(result: RunResult) -> int:
     if result.error is not None:
-        return 1
+        return EXIT_IO_ERROR
     if result.interrupted:
         return 128 + int(signal.Signals[str(result.meta.get("signal", "SIGINT"))])
     return 0

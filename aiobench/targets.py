@@ -13,7 +13,6 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aiobench.config import BenchConfig
@@ -198,18 +197,16 @@ class OpenTargets:
 def open_targets(
     cfg: BenchConfig,
     path_type: str,
-    signature_probe: Callable[[str], str | None] | None = None,
 ) -> OpenTargets:
     """Open every path for the run; create missing files when writing.
 
     On any failure the files created here are removed again and :class:`ConfigError` is
     raised, so a refused run leaves nothing behind.
     """
-    probe = signature_probe or blockdev_signature
     opened = OpenTargets([], [])
     try:
         for path in cfg.paths:
-            opened.fds.append(_open_one(cfg, path, path_type, opened.created, probe))
+            opened.fds.append(_open_one(cfg, path, path_type, opened.created))
     except BaseException:
         opened.undo()
         raise
@@ -221,7 +218,6 @@ def _open_one(
     path: str,
     path_type: str,
     created: list[str],
-    probe: Callable[[str], str | None],
 ) -> int:
     flags = os.O_RDWR if cfg.write else os.O_RDONLY
     flags |= getattr(os, "O_CLOEXEC", 0)
@@ -252,17 +248,17 @@ def _open_one(
     if path_type == BLOCKDEV and cfg.write:
         # Only after the exclusive open, so a mounted device is reported as mounted.
         try:
-            _refuse_signature(cfg, path, probe)
+            _refuse_signature(cfg, path)
         except BaseException:
             os.close(fd)
             raise
     return fd
 
 
-def _refuse_signature(cfg: BenchConfig, path: str, probe: Callable[[str], str | None]) -> None:
+def _refuse_signature(cfg: BenchConfig, path: str) -> None:
     if cfg.force:
         return
-    found = probe(path)
+    found = blockdev_signature(path)
     if found:
         raise ConfigError(
             f"{path}: holds {found}; writing would destroy it (add --force to overwrite)"
@@ -305,7 +301,3 @@ def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
         if inside and len(mount_point) >= len(best):
             best, fstype = mount_point, right.split()[0]
     return fstype
-
-
-def path_types_summary(paths: Sequence[str]) -> dict[str, str]:
-    return {path: filesystem_type(path) for path in paths}

@@ -40,10 +40,6 @@ class OpRun:
         return OpRun(rest, self.offsets[done:], self.length)
 
 
-def thread_seed(seed: int, rank: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([seed, rank]))
-
-
 class Permutation:
     """A full-period pseudo-random order of ``range(n)``, generated in vectorised chunks.
 

@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from time import perf_counter_ns
 from typing import Protocol
 
@@ -42,6 +43,18 @@ class RawBatch:
     ends: list[int]
     length: int
     error: BenchIOError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One executor round-trip: run ``ops`` on ``fds`` until done or past ``until_ns``."""
+
+    kind: str
+    fds: Sequence[int]
+    paths: Sequence[str]
+    ops: OpRun
+    buf: SlotBuffer
+    until_ns: int
 
 
 class SlotBuffer:
@@ -84,64 +97,42 @@ def _round_up(value: int, multiple: int) -> int:
 
 
 class Engine(Protocol):
-    """Runs ``ops`` in order until all are done or an operation ends after ``until_ns``."""
+    """Runs a job's operations in order until all are done or one ends after ``until_ns``."""
 
-    def run(
-        self,
-        kind: str,
-        fds: Sequence[int],
-        paths: Sequence[str],
-        ops: OpRun,
-        buf: SlotBuffer,
-        until_ns: int,
-    ) -> RawBatch: ...
+    def run(self, job: Job) -> RawBatch: ...
 
 
 class PosixEngine:
     """Real I/O: one positional syscall per operation, timed around the syscall only."""
 
-    def run(
-        self,
-        kind: str,
-        fds: Sequence[int],
-        paths: Sequence[str],
-        ops: OpRun,
-        buf: SlotBuffer,
-        until_ns: int,
-    ) -> RawBatch:
-        batch = RawBatch([], [], ops.length)
-        index = ops.path_index
+    def run(self, job: Job) -> RawBatch:
+        batch = RawBatch([], [], job.ops.length)
         try:
-            if kind == READ:
-                self._read(batch, fds, index, ops, buf, until_ns)
+            if job.kind == READ:
+                self._read(batch, job)
             else:
-                self._write(batch, fds, index, ops, buf, until_ns)
+                self._write(batch, job)
         except OSError as exc:
             done = len(batch.ends)
             del batch.starts[done:]
+            index = job.ops.path_index
             path_i = index if isinstance(index, int) else index[done]
             batch.error = BenchIOError(
-                path=paths[path_i],
-                offset=ops.offsets[done],
+                path=job.paths[path_i],
+                offset=job.ops.offsets[done],
                 errno=exc.errno or 0,
                 detail=exc.strerror or "",
             )
         return batch
 
     @staticmethod
-    def _read(
-        batch: RawBatch,
-        fds: Sequence[int],
-        index: int | list[int],
-        ops: OpRun,
-        buf: SlotBuffer,
-        until_ns: int,
-    ) -> None:
+    def _read(batch: RawBatch, job: Job) -> None:
         # The hot loop: locals only, two clock reads, one syscall and two compares per
         # operation.
         preadv, clock = os.preadv, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
-        length = ops.length
+        fds, index, ops, until_ns = job.fds, job.ops.path_index, job.ops, job.until_ns
+        length, buf = ops.length, job.buf
         bufs = buf.read_view if length == buf.block_size else [buf.read_view[0][:length]]
         # Two copies of the loop on purpose: the common one-path case saves a per-operation
         # index lookup (measurable at page-cache speed).
@@ -166,17 +157,11 @@ class PosixEngine:
                     return
 
     @staticmethod
-    def _write(
-        batch: RawBatch,
-        fds: Sequence[int],
-        index: int | list[int],
-        ops: OpRun,
-        buf: SlotBuffer,
-        until_ns: int,
-    ) -> None:
+    def _write(batch: RawBatch, job: Job) -> None:
         pwritev, clock = os.pwritev, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
-        length = ops.length
+        ops, buf, until_ns = job.ops, job.buf, job.until_ns
+        length, index = ops.length, ops.path_index
         windows = buf.windows
         if length != buf.block_size:
             windows = [[w[0][:length]] for w in windows]
@@ -184,8 +169,8 @@ class PosixEngine:
         words, per_block = buf.words, buf.stamps_per_block
         words_np, stamp_offsets = buf.words_np, buf.stamp_offsets
         window, stamp = buf.next_window, buf.next_stamp
-        single = index if isinstance(index, int) else -1
-        for n, off in enumerate(ops.offsets):
+        op_fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
+        for fd, off in zip(op_fds, ops.offsets, strict=False):
             # Untimed data preparation: stamp this window so the block is unique.
             word = window * (STAMP_SPACING // 8)
             if per_block == 1:
@@ -195,7 +180,6 @@ class PosixEngine:
                     stamp_offsets + np.uint64(stamp)
                 )
             stamp = (stamp + per_block) & 0xFFFF_FFFF_FFFF_FFFF
-            fd = fds[single] if single >= 0 else fds[index[n]]  # type: ignore[index]
             add_start(clock())
             got = pwritev(fd, windows[window], off)
             add_end(end := clock())
@@ -220,15 +204,8 @@ class NullEngine:
     def __init__(self, delay_ns: Callable[[int], int] | None = None) -> None:
         self.delay_ns = delay_ns or (lambda _index: 0)
 
-    def run(
-        self,
-        kind: str,
-        fds: Sequence[int],
-        paths: Sequence[str],
-        ops: OpRun,
-        buf: SlotBuffer,
-        until_ns: int,
-    ) -> RawBatch:
+    def run(self, job: Job) -> RawBatch:
+        ops, until_ns = job.ops, job.until_ns
         batch = RawBatch([], [], ops.length)
         index = ops.path_index
         for n in range(len(ops)):

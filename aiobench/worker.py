@@ -19,7 +19,7 @@ from time import perf_counter_ns
 import anyio
 import numpy as np
 
-from aiobench.engine import Engine, SlotBuffer
+from aiobench.engine import Engine, Job, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.stats import Int64Array, LatencyRecorder
 from aiobench.workload import OpRun, OpStream
@@ -89,9 +89,7 @@ class Slot:
         return self.ops, self.bytes
 
 
-def _execute(
-    shared: PhaseShared, slot: Slot, run: OpRun
-) -> tuple[Int64Array, int, BenchIOError | None]:
+def _execute(shared: PhaseShared, slot: Slot, run: OpRun) -> tuple[Int64Array, BenchIOError | None]:
     """Runs in an executor thread: the I/O, then latency folding (outside the timed part)."""
     with shared.lock:
         shared.inflight += 1
@@ -100,13 +98,13 @@ def _execute(
     if shared.deadline_ns:
         until = min(until, shared.deadline_ns)
     try:
-        raw = shared.engine.run(shared.kind, shared.fds, shared.paths, run, slot.buffer, until)
+        raw = shared.engine.run(Job(shared.kind, shared.fds, shared.paths, run, slot.buffer, until))
     finally:
         with shared.lock:
             shared.inflight -= 1
     ends = np.array(raw.ends, dtype=np.int64)
     slot.recorder.add(ends - np.array(raw.starts, dtype=np.int64))
-    return ends, raw.length, raw.error
+    return ends, raw.error
 
 
 def _account(shared: PhaseShared, slot: Slot, ends: Int64Array, length: int) -> None:
@@ -135,10 +133,8 @@ async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot, siblings:
         slot.pending = None
         if run is None:
             return
-        ends, length, error = await loop.run_in_executor(
-            shared.executor, _execute, shared, slot, run
-        )
-        _account(shared, slot, ends, length)
+        ends, error = await loop.run_in_executor(shared.executor, _execute, shared, slot, run)
+        _account(shared, slot, ends, run.length)
         if error is not None:
             shared.fail(error)
             return

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiobench.engine import READ, PosixEngine, SlotBuffer
+from aiobench.engine import READ, Job, PosixEngine, SlotBuffer
 from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
 from aiobench.workload import OpRun
@@ -112,9 +112,9 @@ def test_engine_run_ends_at_its_time_budget(tmp_path: Path) -> None:
     ops = OpRun(0, [i * 4096 for i in range(64)], 4096)
     try:
         engine = PosixEngine()
-        past = engine.run(READ, [fd], [str(target)], ops, buf, until_ns=0)
+        past = engine.run(Job(READ, [fd], [str(target)], ops, buf, until_ns=0))
         assert len(past.ends) == 1  # one operation always runs, then the budget is spent
-        whole = engine.run(READ, [fd], [str(target)], ops, buf, until_ns=2**62)
+        whole = engine.run(Job(READ, [fd], [str(target)], ops, buf, until_ns=2**62))
         assert len(whole.ends) == len(whole.starts) == 64
         assert all(s <= e for s, e in zip(whole.starts, whole.ends, strict=True))
     finally:

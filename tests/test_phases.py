@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from time import perf_counter_ns
 
 import pytest
 
 from aiobench.config import BenchConfig
-from aiobench.engine import READ, NullEngine, RawBatch, SlotBuffer
+from aiobench.engine import READ, Job, NullEngine, RawBatch
 from aiobench.phases import RunContext, make_executor, run_phase
 from aiobench.targets import Layout
-from aiobench.workload import OpRun
 from tests.test_targets import make_cfg
 
 
@@ -25,17 +23,9 @@ class RecordingEngine(NullEngine):
         self.ends: list[tuple[int, int]] = []
         self.lock = threading.Lock()
 
-    def run(
-        self,
-        kind: str,
-        fds: Sequence[int],
-        paths: Sequence[str],
-        ops: OpRun,
-        buf: SlotBuffer,
-        until_ns: int,
-    ) -> RawBatch:
-        batch = super().run(kind, fds, paths, ops, buf, until_ns)
-        index = ops.path_index
+    def run(self, job: Job) -> RawBatch:
+        batch = super().run(job)
+        index = job.ops.path_index
         assert isinstance(index, int)
         with self.lock:
             self.ends.extend((index, end) for end in batch.ends)

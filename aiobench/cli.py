@@ -15,7 +15,7 @@ from aiobench.render.json import dumps, write_atomically
 from aiobench.render.table import HEADER, phase_block
 from aiobench.results import PhaseResult
 from aiobench.runner import exit_code, run_benchmark
-from aiobench.targets import resolve
+from aiobench.targets import DIR, resolve
 
 # Below this block size a second thread in the same interpreter waits for its lock often
 # enough to show up in measured latency (cached 4 KiB reads: p99 ~5 us alone, 30-50 us
@@ -35,10 +35,46 @@ def _version(value: bool) -> None:
 def bench(
     paths: Annotated[
         list[str] | None,
-        typer.Argument(metavar="PATH...", help="Files or block devices; [1-4] ranges expand."),
+        typer.Argument(
+            metavar="PATH...",
+            help="Files, block devices, or directories (dir mode); [1-4] ranges expand.",
+        ),
     ] = None,
     write: Annotated[bool, typer.Option("-w", "--write", help="Write phase.")] = False,
     read: Annotated[bool, typer.Option("-r", "--read", help="Read phase.")] = False,
+    mkdirs: Annotated[
+        bool, typer.Option("-d", "--mkdirs", help="Dir mode: create the dirs (MKDIRS phase).")
+    ] = False,
+    stat: Annotated[bool, typer.Option("--stat", help="Dir mode: stat every file.")] = False,
+    delfiles: Annotated[
+        bool, typer.Option("-F", "--delfiles", help="Dir mode: delete the files.")
+    ] = False,
+    deldirs: Annotated[
+        bool, typer.Option("-D", "--deldirs", help="Dir mode: delete the dirs.")
+    ] = False,
+    dirs: Annotated[
+        int | None,
+        typer.Option(
+            "-n", "--dirs", help="Dir mode: dirs per thread (default 1; 0 = files in PATH)."
+        ),
+    ] = None,
+    files: Annotated[
+        int | None, typer.Option("-N", "--files", help="Dir mode: files per dir (default 1).")
+    ] = None,
+    dirsharing: Annotated[
+        bool,
+        typer.Option(
+            "--dirsharing", help="Dir mode: all threads put their files in one set of dirs."
+        ),
+    ] = False,
+    nodelerr: Annotated[
+        bool,
+        typer.Option(
+            "--nodelerr",
+            help="Dir mode: deleting a file or dir that is already gone counts as done "
+            "(cleans up after a time-limited or interrupted run).",
+        ),
+    ] = False,
     threads: Annotated[int, typer.Option("-t", "--threads", help="Threads (coroutines).")] = 1,
     block: Annotated[str, typer.Option("-b", "--block", help="Block size, e.g. 4k, 1M.")] = (
         DEFAULT_BLOCK
@@ -46,7 +82,10 @@ def bench(
     size: Annotated[
         str | None,
         typer.Option(
-            "-s", "--size", help="Size per file; for reads and block devices default: detect."
+            "-s",
+            "--size",
+            help="Size per file; for reads and block devices default: detect; "
+            "dir mode default: 0 (create only).",
         ),
     ] = None,
     iodepth: Annotated[int, typer.Option("--iodepth", help="Operations in flight per thread.")] = 1,
@@ -100,6 +139,14 @@ def bench(
         paths=paths or [],
         write=write,
         read=read,
+        mkdirs=mkdirs,
+        stat=stat,
+        delfiles=delfiles,
+        deldirs=deldirs,
+        dirs=dirs,
+        files=files,
+        dirsharing=dirsharing,
+        nodelerr=nodelerr,
         threads=threads,
         block=block,
         size=size,
@@ -124,11 +171,12 @@ def bench(
     def notes() -> None:
         for note in resolved.notes:
             print(f"Note: {note}.", file=sys.stderr)
-        if cfg.slots > 1 and resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK:
+        small = resolved.path_type == DIR or resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK
+        if cfg.slots > 1 and small:
             print(
-                f"Note: {cfg.slots} slots share one Python interpreter; at small block sizes "
-                "waiting for its lock adds to measured latency (use MPI ranks for latency "
-                "work).",
+                f"Note: {cfg.slots} slots share one Python interpreter; for small blocks and "
+                "metadata calls, waiting for its lock adds to measured latency (use MPI "
+                "ranks for latency work).",
                 file=sys.stderr,
             )
 

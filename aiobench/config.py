@@ -25,6 +25,14 @@ class BenchConfig:
     paths: tuple[str, ...]
     write: bool
     read: bool
+    mkdirs: bool = False
+    stat: bool = False
+    delfiles: bool = False
+    deldirs: bool = False
+    dirs: int | None = None  # dir mode: dirs per thread (None = not given: 1)
+    files: int | None = None  # dir mode: files per dir (None = not given: 1)
+    dirsharing: bool = False
+    nodelerr: bool = False  # dir mode: deleting an entry that is gone counts as done
     threads: int
     block_size: int
     size: int  # per path, bytes; 0 = detect (reads, block devices)
@@ -44,6 +52,33 @@ class BenchConfig:
     @property
     def slots(self) -> int:
         return self.threads * self.iodepth
+
+    @property
+    def num_dirs(self) -> int:
+        return 1 if self.dirs is None else self.dirs
+
+    @property
+    def num_files(self) -> int:
+        return 1 if self.files is None else self.files
+
+    @property
+    def file_phases(self) -> bool:
+        """Whether any phase handles files (dir mode: write, stat, read or delete)."""
+        return self.write or self.read or self.stat or self.delfiles
+
+    def dir_mode_options(self) -> list[str]:
+        """The dir-mode-only options this run gives, as the user would spell them."""
+        given = [
+            ("-d/--mkdirs", self.mkdirs),
+            ("--stat", self.stat),
+            ("-F/--delfiles", self.delfiles),
+            ("-D/--deldirs", self.deldirs),
+            ("-n/--dirs", self.dirs is not None),
+            ("-N/--files", self.files is not None),
+            ("--dirsharing", self.dirsharing),
+            ("--nodelerr", self.nodelerr),
+        ]
+        return [name for name, on in given if on]
 
     def to_dict(self) -> dict[str, object]:
         out = asdict(self)
@@ -72,10 +107,18 @@ def build_config(
     seed: int | None,
     force: bool,
     argv: tuple[str, ...] = (),
+    mkdirs: bool = False,
+    stat: bool = False,
+    delfiles: bool = False,
+    deldirs: bool = False,
+    dirs: int | None = None,
+    files: int | None = None,
+    dirsharing: bool = False,
+    nodelerr: bool = False,
 ) -> BenchConfig:
     """Turn raw option values into a :class:`BenchConfig`, or raise :class:`ConfigError`."""
     if not paths:
-        raise ConfigError("missing PATH: name at least one file or block device")
+        raise ConfigError("missing PATH: name at least one file, block device or directory")
     expanded: list[str] = []
     for path in paths:
         expanded.extend(expand_brackets(path))
@@ -86,8 +129,18 @@ def build_config(
             also = "" if seen[key] == path else f" (also as {seen[key]})"
             raise ConfigError(f"PATH: {path} is given more than once{also}")
         seen[key] = path
-    if not (write or read):
-        raise ConfigError("nothing to do: give -w/--write and/or -r/--read")
+    if not (write or read or mkdirs or stat or delfiles or deldirs):
+        raise ConfigError(
+            "nothing to do: give -w/--write and/or -r/--read "
+            "(in dir mode also -d/--mkdirs, --stat, -F/--delfiles, -D/--deldirs)"
+        )
+    for name, count in (("-n/--dirs", dirs), ("-N/--files", files)):
+        if count is not None and count < 0:
+            raise ConfigError(f"{name}: must not be negative (got {count})")
+    if files == 0 and (write or read or stat or delfiles):
+        raise ConfigError(
+            "-N/--files: 0 files leave nothing to write, read, stat or delete; give 1 or more"
+        )
     if threads < 1:
         raise ConfigError(f"-t/--threads: must be at least 1 (got {threads})")
     if iodepth < 1:
@@ -133,6 +186,14 @@ def build_config(
         paths=tuple(expanded),
         write=write,
         read=read,
+        mkdirs=mkdirs,
+        stat=stat,
+        delfiles=delfiles,
+        deldirs=deldirs,
+        dirs=dirs,
+        files=files,
+        dirsharing=dirsharing,
+        nodelerr=nodelerr,
         threads=threads,
         block_size=block_size,
         size=size_bytes,

@@ -1,8 +1,10 @@
-"""The executor boundary: positional I/O on page-aligned buffers, timed per operation.
+"""The executor boundary: positional I/O and metadata calls, timed per operation.
 
 Everything here runs in an executor thread, never on the event loop. :class:`PosixEngine`
-issues ``os.preadv``/``os.pwritev``; :class:`NullEngine` issues nothing and sleeps a
-configurable time per operation, so the harness can be tested deterministically.
+issues ``os.preadv``/``os.pwritev`` (file mode) and, in dir mode, ``mkdir``/``open``/
+``stat``/``unlink``/``rmdir`` relative to an open PATH (``dir_fd``);
+:class:`NullEngine` issues nothing and sleeps a configurable time per operation, so the
+harness can be tested deterministically.
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from itertools import repeat
 from time import perf_counter_ns
 from typing import Protocol
 
 import numpy as np
 
+from aiobench.dirmode import EntryRun
 from aiobench.errors import BenchIOError
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.workload import OpRun
 
 PAGE = mmap.PAGESIZE
@@ -30,31 +35,44 @@ STAMP_SPACING = 4096
 # windows 4 KiB apart. 256 KiB of slack gives 64+ distinct windows, far more than gzip's
 # 32 KiB reach, so written files are incompressible without per-write random generation.
 POOL_SLACK = 256 * 1024
-
-READ = "read"
-WRITE = "write"
+# Mode of the dirs and files dir mode creates (less the umask), as mkdir(1) and touch(1).
+DIR_MODE = 0o777
+FILE_MODE = 0o666
 
 
 @dataclass(slots=True)
 class RawBatch:
-    """What one executor round-trip did: start/end instants of each completed operation."""
+    """What one executor round-trip did: start/end instants of each completed unit.
+
+    A unit is one I/O operation in file mode and one entry (dir or whole file) in dir
+    mode, where ``io_starts``/``io_ends`` also time each block read or written.
+    """
 
     starts: list[int]
     ends: list[int]
-    length: int
+    io_starts: list[int] = field(default_factory=list)
+    io_ends: list[int] = field(default_factory=list)
     error: BenchIOError | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One executor round-trip: run ``ops`` on ``fds`` until done or past ``until_ns``."""
+    """One executor round-trip: run ``ops`` until done or a unit ends past ``until_ns``.
+
+    ``fds`` are the open targets (file mode) or the open PATH dirs (dir mode). Inside a
+    dir-mode file, the blocks stop early at ``deadline_ns`` (0 = none) or on ``stop``.
+    """
 
     kind: str
     fds: Sequence[int]
     paths: Sequence[str]
-    ops: OpRun
-    buf: SlotBuffer
+    ops: OpRun | EntryRun
+    buf: SlotBuffer | None
     until_ns: int
+    deadline_ns: int = 0
+    direct: bool = False
+    ignore_missing: bool = False
+    stop: threading.Event | None = None
 
 
 class SlotBuffer:
@@ -83,6 +101,20 @@ class SlotBuffer:
         self.next_window = 0
         self.next_stamp = stamp_base
 
+    def next_block(self, length: int) -> list[memoryview]:
+        """The next write window, stamped unique, cut to ``length`` (dir-mode writes)."""
+        window, stamp = self.next_window, self.next_stamp
+        word = window * (STAMP_SPACING // 8)
+        if self.stamps_per_block == 1:
+            self.words[word] = stamp
+        else:
+            end = word + self.stamps_per_block * (STAMP_SPACING // 8)
+            self.words_np[word : end : STAMP_SPACING // 8] = self.stamp_offsets + np.uint64(stamp)
+        self.next_stamp = (stamp + self.stamps_per_block) & 0xFFFF_FFFF_FFFF_FFFF
+        self.next_window = window + 1 if window + 1 < len(self.windows) else 0
+        views = self.windows[window]
+        return views if length == self.block_size else [views[0][:length]]
+
     def close(self) -> None:
         self.read_view.clear()
         self.windows.clear()
@@ -103,37 +135,34 @@ class Engine(Protocol):
 
 
 class PosixEngine:
-    """Real I/O: one positional syscall per operation, timed around the syscall only."""
+    """Real I/O: one syscall per operation, timed around the syscall only."""
 
     def run(self, job: Job) -> RawBatch:
-        batch = RawBatch([], [], job.ops.length)
+        if isinstance(job.ops, EntryRun):
+            return _run_entries(job, job.ops)
+        ops = job.ops
+        batch = RawBatch([], [])
         try:
             if job.kind == READ:
-                self._read(batch, job)
+                self._read(batch, job, ops)
             else:
-                self._write(batch, job)
+                self._write(batch, job, ops)
         except OSError as exc:
             done = len(batch.ends)
             del batch.starts[done:]
-            index = job.ops.path_index
+            index = ops.path_index
             path_i = index if isinstance(index, int) else index[done]
-            batch.error = BenchIOError(
-                path=job.paths[path_i],
-                offset=job.ops.offsets[done],
-                errno=exc.errno or 0,
-                detail=exc.strerror or "",
-            )
+            batch.error = BenchIOError.from_os(job.paths[path_i], ops.offsets[done], exc)
         return batch
 
     @staticmethod
-    def _read(batch: RawBatch, job: Job) -> None:
+    def _read(batch: RawBatch, job: Job, ops: OpRun) -> None:
         # The hot loop: locals only, two clock reads, one syscall and two compares per
         # operation.
         preadv, clock = os.preadv, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
-        fds, index, ops, until_ns = job.fds, job.ops.path_index, job.ops, job.until_ns
-        length, buf = ops.length, job.buf
-        bufs = buf.read_view if length == buf.block_size else [buf.read_view[0][:length]]
+        fds, index, until_ns = job.fds, ops.path_index, job.until_ns
+        length, bufs = ops.length, _read_view(job.buf, ops.length)
         # Two copies of the loop on purpose: the common one-path case saves a per-operation
         # index lookup (measurable at page-cache speed).
         if isinstance(index, int):
@@ -143,7 +172,7 @@ class PosixEngine:
                 got = preadv(fd, bufs, off)
                 add_end(end := clock())
                 if got != length:
-                    raise _short(batch, got)
+                    raise _short(batch.ends, got, length)
                 if end > until_ns:
                     return
         else:
@@ -152,69 +181,182 @@ class PosixEngine:
                 got = preadv(fds[i], bufs, off)
                 add_end(end := clock())
                 if got != length:
-                    raise _short(batch, got)
+                    raise _short(batch.ends, got, length)
                 if end > until_ns:
                     return
 
     @staticmethod
-    def _write(batch: RawBatch, job: Job) -> None:
+    def _write(batch: RawBatch, job: Job, ops: OpRun) -> None:
         pwritev, clock = os.pwritev, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
-        ops, buf, until_ns = job.ops, job.buf, job.until_ns
-        length, index = ops.length, ops.path_index
-        windows = buf.windows
-        if length != buf.block_size:
-            windows = [[w[0][:length]] for w in windows]
-        n_windows = len(windows)
-        words, per_block = buf.words, buf.stamps_per_block
-        words_np, stamp_offsets = buf.words_np, buf.stamp_offsets
-        window, stamp = buf.next_window, buf.next_stamp
+        until_ns, length, index = job.until_ns, ops.length, ops.path_index
+        assert job.buf is not None
+        next_block = job.buf.next_block
         op_fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
         for fd, off in zip(op_fds, ops.offsets, strict=False):
-            # Untimed data preparation: stamp this window so the block is unique.
-            word = window * (STAMP_SPACING // 8)
-            if per_block == 1:
-                words[word] = stamp
-            else:
-                words_np[word : word + per_block * (STAMP_SPACING // 8) : STAMP_SPACING // 8] = (
-                    stamp_offsets + np.uint64(stamp)
-                )
-            stamp = (stamp + per_block) & 0xFFFF_FFFF_FFFF_FFFF
+            data = next_block(length)  # untimed: stamps the block so it is unique
             add_start(clock())
-            got = pwritev(fd, windows[window], off)
+            got = pwritev(fd, data, off)
             add_end(end := clock())
-            window = window + 1 if window + 1 < n_windows else 0
             if got != length:
-                buf.next_window, buf.next_stamp = window, stamp
-                raise _short(batch, got)
+                raise _short(batch.ends, got, length)
             if end > until_ns:
-                break
-        buf.next_window, buf.next_stamp = window, stamp
+                return
 
 
-def _short(batch: RawBatch, got: int) -> OSError:
+def _read_view(buf: SlotBuffer | None, length: int) -> list[memoryview]:
+    assert buf is not None
+    return buf.read_view if length == buf.block_size else [buf.read_view[0][:length]]
+
+
+def _short(ends: list[int], got: int, length: int) -> OSError:
     # A short transfer counts as a failed operation: drop its timing, report it as EIO.
-    batch.ends.pop()
-    return OSError(errno.EIO, f"short transfer: {got} of {batch.length} bytes")
+    ends.pop()
+    return OSError(errno.EIO, f"short transfer: {got} of {length} bytes")
+
+
+def _run_entries(job: Job, run: EntryRun) -> RawBatch:
+    """Dir mode: one metadata call, or open + whole-file I/O + close, per entry."""
+    batch = RawBatch([], [])
+    index = run.path_index
+    dir_fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
+    entries = zip(dir_fds, run.names, strict=False)
+    done_before = 0
+    offset = 0
+    try:
+        if job.kind in (WRITE, READ):
+            _files(batch, job, run, entries)
+        else:
+            _metadata(batch, job, entries)
+    except _FileError as exc:
+        offset = exc.offset
+        cause = exc.cause
+    except OSError as exc:
+        cause = exc
+    else:
+        return batch
+    done_before = len(batch.ends)
+    del batch.starts[done_before:]
+    i = index if isinstance(index, int) else index[done_before]
+    path = os.path.join(job.paths[i], run.names[done_before])
+    batch.error = BenchIOError.from_os(path, offset, cause)
+    return batch
+
+
+class _FileError(Exception):
+    """An OSError inside a dir-mode file, with the file offset it happened at."""
+
+    def __init__(self, cause: OSError, offset: int) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.offset = offset
+
+
+def _metadata(batch: RawBatch, job: Job, entries: Iterable[tuple[int, str]]) -> None:
+    clock, until_ns = perf_counter_ns, job.until_ns
+    add_start, add_end = batch.starts.append, batch.ends.append
+    # os.mkdir's default mode is 0o777 (DIR_MODE), so every call takes the same arguments.
+    calls: dict[str, Callable[..., object]] = {
+        MKDIRS: os.mkdir,
+        STAT: os.stat,
+        RMFILES: os.unlink,
+        RMDIRS: os.rmdir,
+    }
+    call = calls[job.kind]
+    # As elbencho: a dir left by an earlier run is reused; with --nodelerr, deleting an
+    # entry that is gone already counts as done. (An empty tuple catches nothing.)
+    tolerated: type[OSError] | tuple[()] = ()
+    if job.kind == MKDIRS:
+        tolerated = FileExistsError
+    elif job.ignore_missing:
+        tolerated = FileNotFoundError
+    for dfd, name in entries:
+        add_start(clock())
+        # try/except costs nothing unless raised; contextlib.suppress would, per call.
+        try:  # noqa: SIM105
+            call(name, dir_fd=dfd)
+        except tolerated:
+            pass
+        add_end(end := clock())
+        if end > until_ns:
+            return
+
+
+def _files(batch: RawBatch, job: Job, run: EntryRun, entries: Iterable[tuple[int, str]]) -> None:
+    clock, until_ns = perf_counter_ns, job.until_ns
+    deadline = job.deadline_ns or 1 << 62
+    stopped = job.stop.is_set if job.stop is not None else (lambda: False)
+    add_start, add_end = batch.starts.append, batch.ends.append
+    io_start, io_end = batch.io_starts.append, batch.io_ends.append
+    writing = job.kind == WRITE
+    flags = (os.O_CREAT | os.O_WRONLY) if writing else os.O_RDONLY
+    flags |= os.O_CLOEXEC | (os.O_DIRECT if job.direct else 0)
+    size, block = run.size, run.block
+    # (offset, length) of every block of a file; only the last one can be short.
+    blocks = [(off, min(block, size - off)) for off in range(0, size, block)]
+    transfer = os.pwritev if writing else os.preadv
+    if writing and blocks:
+        assert job.buf is not None
+        next_block = job.buf.next_block
+    elif blocks:
+        views = {length: _read_view(job.buf, length) for _, length in (blocks[0], blocks[-1])}
+    open_, close = os.open, os.close
+    for dfd, name in entries:
+        add_start(clock())
+        fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
+        cut = False
+        off = 0
+        try:
+            for off, length in blocks:
+                data = next_block(length) if writing else views[length]
+                io_start(clock())
+                got = transfer(fd, data, off)
+                io_end(now := clock())
+                if got != length:
+                    raise _short(batch.io_ends, got, length)
+                if now > deadline or stopped():
+                    cut = True  # time limit or signal inside a file: it stays unfinished
+                    break
+        except OSError as exc:
+            del batch.io_starts[len(batch.io_ends) :]
+            os.close(fd)
+            raise _FileError(exc, off) from exc
+        try:
+            close(fd)
+        except OSError as exc:
+            raise _FileError(exc, size) from exc
+        if cut:
+            del batch.starts[len(batch.ends) :]
+            return
+        add_end(end := clock())
+        if end > until_ns:
+            return
 
 
 class NullEngine:
-    """No I/O: each operation sleeps ``delay_ns(path_index)`` (0 = returns at once)."""
+    """No I/O: each unit sleeps ``delay_ns(path_index)`` (0 = returns at once).
+
+    In dir mode a file's blocks are recorded as instant operations at the file's end.
+    """
 
     def __init__(self, delay_ns: Callable[[int], int] | None = None) -> None:
         self.delay_ns = delay_ns or (lambda _index: 0)
 
     def run(self, job: Job) -> RawBatch:
         ops, until_ns = job.ops, job.until_ns
-        batch = RawBatch([], [], ops.length)
+        batch = RawBatch([], [])
         index = ops.path_index
+        blocks = ops.blocks_per_entry if isinstance(ops, EntryRun) else 0
         for n in range(len(ops)):
             delay = self.delay_ns(index if isinstance(index, int) else index[n])
             start = perf_counter_ns()
             if delay:
                 time.sleep(delay / 1e9)
+            end = perf_counter_ns()
+            batch.io_starts.extend([end] * blocks)
+            batch.io_ends.extend([end] * blocks)
             batch.starts.append(start)
-            batch.ends.append(end := perf_counter_ns())
+            batch.ends.append(end)
             if end > until_ns:
                 break
         return batch

@@ -39,6 +39,10 @@ class BenchIOError(AiobenchError):
         name = errno_mod.errorcode.get(errno, str(errno))
         super().__init__(f"{path}: offset {offset}: {name} ({self.detail})")
 
+    @classmethod
+    def from_os(cls, path: str, offset: int, exc: OSError) -> BenchIOError:
+        return cls(path=path, offset=offset, errno=exc.errno or 0, detail=exc.strerror or "")
+
     def to_dict(self) -> dict[str, object]:
         return {
             "path": self.path,

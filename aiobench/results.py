@@ -2,7 +2,7 @@
 
 SCHEMA_VERSION history (bump on any change a consumer could notice):
     1 — first published format: meta, phases[first_done, last_done, latency.io,
-        peak_inflight_ops, threads], interrupted, error.
+        latency.entries (dir mode), peak_inflight_ops, threads], interrupted, error.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class ThreadTotals:
     rank: int
     ops: int
     bytes: int
+    entries: int
     elapsed_ns: int
 
 
@@ -51,6 +52,7 @@ class PhaseResult:
     first_done: Totals
     last_done: Totals
     io_latency: LatencySummary
+    entry_latency: LatencySummary | None = None  # dir mode only: per dir or whole file
     peak_inflight_ops: int
     threads: tuple[ThreadTotals, ...]
     time_limited: bool = False

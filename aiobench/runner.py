@@ -13,11 +13,13 @@ import anyio
 
 from aiobench import __version__
 from aiobench.config import BenchConfig
-from aiobench.engine import READ, WRITE, Engine, PosixEngine
+from aiobench.dirmode import DirLayout
+from aiobench.engine import Engine, PosixEngine
 from aiobench.errors import EXIT_IO_ERROR
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.phases import RunContext, make_executor, run_phase
 from aiobench.results import PhaseResult, RunResult
-from aiobench.targets import Resolved, filesystem_type, open_targets
+from aiobench.targets import Layout, Resolved, filesystem_type, open_targets
 
 PhaseCallback = Callable[[PhaseResult], None]
 
@@ -30,7 +32,23 @@ def event_loop_name() -> str:
     return "uvloop"
 
 
+def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[str]:
+    """The phases to run, in their fixed order (the order of options does not matter)."""
+    dirs = isinstance(resolved.layout, DirLayout) and resolved.layout.dirs > 0
+    wanted = (
+        (MKDIRS, cfg.mkdirs and dirs),
+        (WRITE, cfg.write),
+        (STAT, cfg.stat),
+        (READ, cfg.read),
+        (RMFILES, cfg.delfiles),
+        (RMDIRS, cfg.deldirs and dirs),
+    )
+    return [kind for kind, on in wanted if on]
+
+
 def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, object]:
+    layout = resolved.layout
+    sizes = layout.sizes if isinstance(layout, Layout) else (layout.file_size,) * len(cfg.paths)
     return {
         "aiobench_version": __version__,
         "command": list(cfg.argv),
@@ -39,8 +57,8 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
         "seed": cfg.seed,
         "path_type": resolved.path_type,
         "paths": list(cfg.paths),
-        "sizes_bytes": list(resolved.layout.sizes),
-        "block_size_bytes": resolved.layout.block_size,
+        "sizes_bytes": list(sizes),
+        "block_size_bytes": layout.block_size,
         "filesystems": {p: filesystem_type(p) for p in cfg.paths},
         "host": socket.gethostname(),
         "kernel": platform.release(),
@@ -84,7 +102,7 @@ def run_benchmark(
         executor=executor,
         stop=stop,
     )
-    kinds = [kind for kind, wanted in ((WRITE, cfg.write), (READ, cfg.read)) if wanted]
+    kinds = phase_kinds(cfg, resolved)
     if on_ready is not None:
         on_ready()  # setup can no longer fail: notes for the user may go out now
 

@@ -15,8 +15,10 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 
-from aiobench.config import BenchConfig
+from aiobench.config import DIRECT_ALIGN, BenchConfig
+from aiobench.dirmode import DirLayout
 from aiobench.errors import ConfigError
+from aiobench.kinds import MKDIRS, WRITE
 
 FILE = "file"
 BLOCKDEV = "blockdev"
@@ -72,7 +74,7 @@ class Resolved:
     """What :func:`resolve` learnt from the disk: path type, sizes and notes for the user."""
 
     path_type: str
-    layout: Layout
+    layout: Layout | DirLayout
     notes: tuple[str, ...]
 
 
@@ -110,7 +112,15 @@ def resolve(cfg: BenchConfig) -> Resolved:
         raise ConfigError(f"PATH: all paths must be of one type, got {listing}")
     path_type = kinds.pop()
     if path_type == DIR:
-        raise ConfigError(f"{cfg.paths[0]}: is a directory; dir mode is not supported yet")
+        return _resolve_dirs(cfg)
+    dir_only = cfg.dir_mode_options()
+    if dir_only:
+        raise ConfigError(
+            f"{dir_only[0]}: only applies in dir mode (PATH is a directory), "
+            f"but {cfg.paths[0]} is a {path_type.replace('blockdev', 'block device')}"
+        )
+    if not (cfg.write or cfg.read):
+        raise ConfigError("nothing to do: give -w/--write and/or -r/--read")
     sizes = [_target_size(cfg, path, path_type) for path in cfg.paths]
     notes: list[str] = []
     block = cfg.block_size
@@ -140,6 +150,83 @@ def resolve(cfg: BenchConfig) -> Resolved:
             f"less than one block of {block} bytes"
         )
     return Resolved(path_type, layout, tuple(notes))
+
+
+def _resolve_dirs(cfg: BenchConfig) -> Resolved:
+    """Dir mode: check options and that the tree the phases need is there; read-only."""
+    for name, given in (
+        ("--rand", cfg.rand),
+        ("--randamount", cfg.randamount is not None),
+        ("--norandalign", cfg.norandalign),
+    ):
+        if given:
+            raise ConfigError(f"{name}: not supported in dir mode (files are read whole)")
+    notes: list[str] = []
+    block = cfg.block_size
+    if cfg.direct and cfg.size % DIRECT_ALIGN:
+        raise ConfigError(
+            f"-s/--size: {cfg.size} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
+        )
+    if 0 < cfg.size < block:
+        block = cfg.size  # small files are written whole, in one block (no note: common)
+    if cfg.num_dirs == 0 and (cfg.mkdirs or cfg.deldirs):
+        notes.append("-n 0: files go straight into PATH; no dirs to create or delete")
+    layout = DirLayout(
+        num_paths=len(cfg.paths),
+        threads=cfg.threads,
+        dirs=cfg.num_dirs,
+        files=cfg.num_files,
+        file_size=cfg.size,
+        block_size=block,
+        sharing=cfg.dirsharing,
+    )
+    for path in cfg.paths:
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ConfigError(f"{path}: cannot access the directory")
+    _check_tree(cfg, layout, notes)
+    return Resolved(DIR, layout, tuple(notes))
+
+
+def _check_tree(cfg: BenchConfig, layout: DirLayout, notes: list[str]) -> None:
+    """The dirs to write into exist (or -d makes them); files to use exist (or -w makes them).
+
+    Only each thread's first and last file are looked at: stat-ing every file would warm
+    the metadata caches the STAT and READ phases are about to measure.
+    """
+    if cfg.mkdirs and layout.dirs:
+        index, name = layout.entry(MKDIRS, 0, 0)
+        if os.path.isdir(os.path.join(cfg.paths[index], name)):
+            notes.append(
+                f"{os.path.join(cfg.paths[index], name)} already exists; existing dirs of the "
+                "layout are reused and still counted (as elbencho does)"
+            )
+    cleanup_only = cfg.nodelerr and not (cfg.write or cfg.read or cfg.stat)
+    if not cfg.file_phases or cleanup_only:
+        return
+    if not cfg.mkdirs and layout.dirs:
+        for rank in range(layout.threads):
+            for i in layout.dir_ids(rank) if layout.sharing else range(layout.dirs):
+                path = os.path.join(
+                    cfg.paths[layout.dir_path_index(rank, i)], layout.dir_name(rank, i)
+                )
+                if not os.path.isdir(path):
+                    raise ConfigError(
+                        f"{path}: directory does not exist (add -d/--mkdirs to create the "
+                        "dirs of the layout)"
+                    )
+    if cfg.write:
+        return
+    hint = "; -F --nodelerr deletes what is there" if cfg.delfiles else ""
+    last = layout.files_per_rank() - 1
+    for rank in range(layout.threads):
+        for k in (0, last):
+            index, name = layout.entry(WRITE, rank, k)
+            path = os.path.join(cfg.paths[index], name)
+            if not os.path.isfile(path):
+                raise ConfigError(
+                    f"{path}: file does not exist (the -t/-n/-N values must match the run "
+                    f"that wrote the files; add -w to create them{hint})"
+                )
 
 
 def _target_size(cfg: BenchConfig, path: str, path_type: str) -> int:
@@ -204,6 +291,15 @@ def open_targets(
     raised, so a refused run leaves nothing behind.
     """
     opened = OpenTargets([], [])
+    if path_type == DIR:
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+        try:
+            for path in cfg.paths:
+                opened.fds.append(os.open(path, flags))
+        except OSError as exc:
+            opened.close()
+            raise ConfigError(f"{path}: cannot open the directory: {exc.strerror}") from None
+        return opened
     try:
         for path in cfg.paths:
             opened.fds.append(_open_one(cfg, path, path_type, opened.created))

@@ -19,6 +19,7 @@ from time import perf_counter_ns
 import anyio
 import numpy as np
 
+from aiobench.dirmode import EntryRun, EntryStream
 from aiobench.engine import Engine, Job, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.stats import Int64Array, LatencyRecorder
@@ -37,6 +38,11 @@ _FIRST_RUN = 256
 # event-loop turns after it happened, and a slot completes at most one run per turn.
 _RING = 8
 
+Stream = OpStream | EntryStream
+
+
+Run = OpRun | EntryRun
+
 
 @dataclass(slots=True)
 class PhaseShared:
@@ -47,6 +53,8 @@ class PhaseShared:
     executor: Executor
     fds: Sequence[int]
     paths: Sequence[str]
+    direct: bool = False
+    ignore_missing: bool = False
     deadline_ns: int = 0
     start_ns: int = 0
     first_done_ns: int | None = None
@@ -62,34 +70,61 @@ class PhaseShared:
         self.stop.set()
 
 
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What one run completed: end instants of its units and of its block I/Os."""
+
+    run: Run
+    ends: Int64Array
+    io_ends: Int64Array
+
+    def totals_at(self, instant_ns: int) -> tuple[int, int, int] | None:
+        """(ops, bytes, entries) of this run done by ``instant_ns``; None if all were."""
+        units = int(np.searchsorted(self.ends, instant_ns, side="right"))
+        io_ops = int(np.searchsorted(self.io_ends, instant_ns, side="right"))
+        if units == self.ends.size and io_ops == self.io_ends.size:
+            return None
+        return self.run.totals(units, io_ops)
+
+
 @dataclass(slots=True)
 class Slot:
-    """One in-flight position of a thread: its buffer, counters and latency store."""
+    """One in-flight position of a thread: its buffer, counters and latency stores.
 
-    buffer: SlotBuffer
+    ``recorder`` holds I/O latency (every operation in file mode, every block in dir
+    mode); ``entry_recorder`` holds dir mode's per-entry latency.
+    """
+
+    buffer: SlotBuffer | None
     recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
+    entry_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
     ops: int = 0
     bytes: int = 0
+    entries: int = 0
     last_end_ns: int = 0
     batch_ops: int = _FIRST_RUN
-    pending: OpRun | None = None  # what the last run's time budget left undone
-    ring: deque[tuple[Int64Array, int, int, int]] = field(
+    pending: Run | None = None  # what the last run's time budget left undone
+    ring: deque[tuple[Done, tuple[int, int, int]]] = field(
         default_factory=lambda: deque(maxlen=_RING)
     )
-    snapshot: tuple[int, int] | None = None
+    snapshot: tuple[int, int, int] | None = None
 
-    def snapshot_at(self, instant_ns: int) -> tuple[int, int]:
-        """(ops, bytes) this slot had completed at ``instant_ns``, from its recent batches."""
+    @property
+    def totals(self) -> tuple[int, int, int]:
+        return self.ops, self.bytes, self.entries
+
+    def snapshot_at(self, instant_ns: int) -> tuple[int, int, int]:
+        """(ops, bytes, entries) this slot had completed at ``instant_ns``."""
         if self.snapshot is not None:
             return self.snapshot
-        for ends, length, ops_before, bytes_before in self.ring:
-            done = int(np.searchsorted(ends, instant_ns, side="right"))
-            if done < ends.size:
-                return ops_before + done, bytes_before + done * length
-        return self.ops, self.bytes
+        for done, before in self.ring:
+            part = done.totals_at(instant_ns)
+            if part is not None:
+                return before[0] + part[0], before[1] + part[1], before[2] + part[2]
+        return self.totals
 
 
-def _execute(shared: PhaseShared, slot: Slot, run: OpRun) -> tuple[Int64Array, BenchIOError | None]:
+def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOError | None]:
     """Runs in an executor thread: the I/O, then latency folding (outside the timed part)."""
     with shared.lock:
         shared.inflight += 1
@@ -97,32 +132,52 @@ def _execute(shared: PhaseShared, slot: Slot, run: OpRun) -> tuple[Int64Array, B
     until = perf_counter_ns() + TARGET_BATCH_NS
     if shared.deadline_ns:
         until = min(until, shared.deadline_ns)
+    job = Job(
+        shared.kind,
+        shared.fds,
+        shared.paths,
+        run,
+        slot.buffer,
+        until,
+        deadline_ns=shared.deadline_ns,
+        direct=shared.direct,
+        ignore_missing=shared.ignore_missing,
+        stop=shared.stop,
+    )
     try:
-        raw = shared.engine.run(Job(shared.kind, shared.fds, shared.paths, run, slot.buffer, until))
+        raw = shared.engine.run(job)
     finally:
         with shared.lock:
             shared.inflight -= 1
     ends = np.array(raw.ends, dtype=np.int64)
-    slot.recorder.add(ends - np.array(raw.starts, dtype=np.int64))
-    return ends, raw.error
+    io_ends = np.array(raw.io_ends, dtype=np.int64)
+    unit_latency = ends - np.array(raw.starts, dtype=np.int64)
+    if isinstance(run, EntryRun):
+        slot.entry_recorder.add(unit_latency)
+        slot.recorder.add(io_ends - np.array(raw.io_starts, dtype=np.int64))
+    else:
+        slot.recorder.add(unit_latency)
+    return Done(run, ends, io_ends), raw.error
 
 
-def _account(shared: PhaseShared, slot: Slot, ends: Int64Array, length: int) -> None:
-    before = (slot.ops, slot.bytes)
-    done = int(ends.size)
-    slot.ops += done
-    slot.bytes += done * length
-    if done:
-        slot.last_end_ns = int(ends[-1])
+def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
+    before = slot.totals
+    ops, nbytes, entries = done.run.totals(int(done.ends.size), int(done.io_ends.size))
+    slot.ops += ops
+    slot.bytes += nbytes
+    slot.entries += entries
+    if done.ends.size or done.io_ends.size:
+        last = [int(a[-1]) for a in (done.ends, done.io_ends) if a.size]
+        slot.last_end_ns = max(last)
     if slot.snapshot is not None:
         return
-    slot.ring.append((ends, length, *before))
+    slot.ring.append((done, before))
     if shared.first_done_ns is not None:
         slot.snapshot = slot.snapshot_at(shared.first_done_ns)
         slot.ring.clear()
 
 
-async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot, siblings: int) -> None:
+async def _run_slot(shared: PhaseShared, stream: Stream, slot: Slot, siblings: int) -> None:
     loop = asyncio.get_running_loop()
     while not shared.stop.is_set():
         if shared.deadline_ns and perf_counter_ns() >= shared.deadline_ns:
@@ -133,11 +188,12 @@ async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot, siblings:
         slot.pending = None
         if run is None:
             return
-        ends, error = await loop.run_in_executor(shared.executor, _execute, shared, slot, run)
-        _account(shared, slot, ends, run.length)
+        done, error = await loop.run_in_executor(shared.executor, _execute, shared, slot, run)
+        _account(shared, slot, done)
         if error is not None:
             shared.fail(error)
             return
+        ends = done.ends
         if ends.size < len(run):
             slot.pending = run.after(int(ends.size))
         if ends.size > 1:
@@ -146,7 +202,7 @@ async def _run_slot(shared: PhaseShared, stream: OpStream, slot: Slot, siblings:
             slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * TARGET_BATCH_NS / op_ns)))
 
 
-async def run_thread(shared: PhaseShared, stream: OpStream, slots: list[Slot]) -> int:
+async def run_thread(shared: PhaseShared, stream: Stream, slots: list[Slot]) -> int:
     """Run one thread rank's slots to completion; return the instant its last op ended."""
     async with anyio.create_task_group() as group:
         for slot in slots:

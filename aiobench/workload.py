@@ -14,6 +14,7 @@ import numpy.typing as npt
 from aiobench.targets import Layout, Slice
 
 IntArray = npt.NDArray[np.int64]
+
 # How many permutation values one vectorised step computes (about 32 KiB of state).
 _PERM_CHUNK = 4096
 
@@ -32,6 +33,11 @@ class OpRun:
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    def totals(self, units: int, io_ops: int) -> tuple[int, int, int]:
+        """(ops, bytes, entries) once the first ``units`` operations are done."""
+        del io_ops  # file mode: the units are the I/O operations
+        return units, units * self.length, 0
 
     def after(self, done: int) -> OpRun:
         """The operations of this run that come after the first ``done``."""

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiobench.engine import READ, Job, PosixEngine, SlotBuffer
+from aiobench.engine import Job, PosixEngine, SlotBuffer
+from aiobench.kinds import READ
 from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
 from aiobench.workload import OpRun

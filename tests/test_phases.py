@@ -9,7 +9,8 @@ from time import perf_counter_ns
 import pytest
 
 from aiobench.config import BenchConfig
-from aiobench.engine import READ, Job, NullEngine, RawBatch
+from aiobench.engine import Job, NullEngine, RawBatch
+from aiobench.kinds import READ
 from aiobench.phases import RunContext, make_executor, run_phase
 from aiobench.targets import Layout
 from tests.test_targets import make_cfg

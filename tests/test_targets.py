@@ -74,6 +74,7 @@ def test_resolve_cuts_block_to_file_size(tmp_path: Path) -> None:
 def test_resolve_rounds_down_with_rand(tmp_path: Path) -> None:
     cfg = make_cfg([str(tmp_path / "f")], block="4k", size="10000", rand=True)
     resolved = resolve(cfg)
+    assert isinstance(resolved.layout, Layout)
     assert resolved.layout.sizes == (8192,)
     assert any("rounded" in note for note in resolved.notes)
 
@@ -84,7 +85,9 @@ def test_resolve_detects_read_sizes(tmp_path: Path) -> None:
     cfg = make_cfg(
         [str(tmp_path / "a"), str(tmp_path / "b")], write=False, read=True, size=None, block="1k"
     )
-    assert resolve(cfg).layout.sizes == (5000, 7000)
+    layout = resolve(cfg).layout
+    assert isinstance(layout, Layout)
+    assert layout.sizes == (5000, 7000)
 
 
 def test_fewer_blocks_than_threads_is_refused(tmp_path: Path) -> None:

@@ -40,16 +40,25 @@ def latency_dict(lat: LatencySummary) -> dict[str, Any]:
 
 
 def phase_dict(phase: PhaseResult) -> dict[str, Any]:
+    latency = {"io": latency_dict(phase.io_latency)}
+    if phase.entry_latency is not None:
+        latency["entries"] = latency_dict(phase.entry_latency)
     return {
         "phase": phase.name,
         "first_done": _totals(phase.first_done),
         "last_done": _totals(phase.last_done),
-        "latency": {"io": latency_dict(phase.io_latency)},
+        "latency": latency,
         "peak_inflight_ops": phase.peak_inflight_ops,
         "time_limited": phase.time_limited,
         "interrupted": phase.interrupted,
         "threads": [
-            {"rank": t.rank, "ops": t.ops, "bytes": t.bytes, "elapsed_ns": t.elapsed_ns}
+            {
+                "rank": t.rank,
+                "ops": t.ops,
+                "bytes": t.bytes,
+                "entries": t.entries,
+                "elapsed_ns": t.elapsed_ns,
+            }
             for t in phase.threads
         ],
     }

@@ -33,21 +33,34 @@ def latency_rows(prefix: str, lat: LatencySummary) -> str:
     return _wide_row(f"{prefix} latency", minmax) + _wide_row(f"{prefix} lat % us", f"[ {points} ]")
 
 
+def entry_label(phase: PhaseResult) -> str:
+    """``Dirs`` for MKDIRS/RMDIRS, ``Files`` for the file phases of dir mode."""
+    return "Dirs" if phase.name in ("MKDIRS", "RMDIRS") else "Files"
+
+
 def phase_block(phase: PhaseResult) -> str:
+    """One phase; rows without a count behind them are left out, as elbencho does."""
     first, last = phase.first_done, phase.last_done
-    return (
-        _row(
-            phase.name,
-            "Elapsed time",
-            format_elapsed(first.elapsed_ns),
-            format_elapsed(last.elapsed_ns),
-        )
-        + _row("", "IOPS", first.iops, last.iops)
-        + _row("", "Throughput MiB/s", first.bytes_per_s // MIB, last.bytes_per_s // MIB)
-        + _row("", "Total MiB", first.bytes // MIB, last.bytes // MIB)
-        + latency_rows("IO", phase.io_latency)
-        + SEPARATOR
+    entries = entry_label(phase)
+    out = _row(
+        phase.name,
+        "Elapsed time",
+        format_elapsed(first.elapsed_ns),
+        format_elapsed(last.elapsed_ns),
     )
+    if last.entries:
+        out += _row("", f"{entries}/s", first.entries_per_s, last.entries_per_s)
+    # In dir mode a file of one block makes IOPS equal to Files/s: shown once.
+    if last.ops and last.ops != last.entries:
+        out += _row("", "IOPS", first.iops, last.iops)
+    if last.bytes:
+        out += _row("", "Throughput MiB/s", first.bytes_per_s // MIB, last.bytes_per_s // MIB)
+        out += _row("", "Total MiB", first.bytes // MIB, last.bytes // MIB)
+    if last.entries:
+        out += _row("", f"{entries} total", first.entries, last.entries)
+    if phase.entry_latency is not None:
+        out += latency_rows(entries, phase.entry_latency)
+    return out + latency_rows("IO", phase.io_latency) + SEPARATOR
 
 
 def render_table(phases: list[PhaseResult]) -> str:

@@ -160,11 +160,6 @@ def build_config(
         raise ConfigError(
             f"-b/--block: {block_size} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
         )
-    if direct and size_bytes and block_size > size_bytes:
-        raise ConfigError(
-            f"-b/--block: {block_size} is larger than -s/--size {size_bytes}, "
-            "which --direct cannot cut to size"
-        )
     amount: int | None = None
     if randamount is not None:
         if not rand:

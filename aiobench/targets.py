@@ -170,6 +170,8 @@ def _resolve_dirs(cfg: BenchConfig) -> Resolved:
     if 0 < cfg.size < block:
         block = cfg.size  # small files are written whole, in one block (no note: common)
     if cfg.num_dirs == 0 and (cfg.mkdirs or cfg.deldirs):
+        if not cfg.file_phases:
+            raise ConfigError("-n/--dirs: 0 dirs leave -d/--mkdirs and -D/--deldirs nothing to do")
         notes.append("-n 0: files go straight into PATH; no dirs to create or delete")
     layout = DirLayout(
         num_paths=len(cfg.paths),

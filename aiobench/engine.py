@@ -102,7 +102,10 @@ class SlotBuffer:
         self.next_stamp = stamp_base
 
     def next_block(self, length: int) -> list[memoryview]:
-        """The next write window, stamped unique, cut to ``length`` (dir-mode writes)."""
+        """The next write window, its 4 KiB stamps made unique, cut to ``length``.
+
+        Used per block in dir mode; the file-mode write loop inlines the same steps.
+        """
         window, stamp = self.next_window, self.next_stamp
         word = window * (STAMP_SPACING // 8)
         if self.stamps_per_block == 1:
@@ -190,18 +193,39 @@ class PosixEngine:
         pwritev, clock = os.pwritev, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
         until_ns, length, index = job.until_ns, ops.length, ops.path_index
-        assert job.buf is not None
-        next_block = job.buf.next_block
+        buf = job.buf
+        assert buf is not None
+        # SlotBuffer.next_block inlined: a method call per operation costs ~10 % of cached
+        # 4 KiB write IOPS.
+        windows = buf.windows
+        if length != buf.block_size:
+            windows = [[w[0][:length]] for w in windows]
+        n_windows, spacing = len(windows), STAMP_SPACING // 8
+        words, per_block = buf.words, buf.stamps_per_block
+        words_np, stamp_offsets = buf.words_np, buf.stamp_offsets
+        window, stamp = buf.next_window, buf.next_stamp
         op_fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
-        for fd, off in zip(op_fds, ops.offsets, strict=False):
-            data = next_block(length)  # untimed: stamps the block so it is unique
-            add_start(clock())
-            got = pwritev(fd, data, off)
-            add_end(end := clock())
-            if got != length:
-                raise _short(batch.ends, got, length)
-            if end > until_ns:
-                return
+        try:
+            for fd, off in zip(op_fds, ops.offsets, strict=False):
+                # Untimed: stamp this window so the block is unique.
+                word = window * spacing
+                if per_block == 1:
+                    words[word] = stamp
+                else:
+                    words_np[word : word + per_block * spacing : spacing] = stamp_offsets + (
+                        np.uint64(stamp)
+                    )
+                stamp = (stamp + per_block) & 0xFFFF_FFFF_FFFF_FFFF
+                add_start(clock())
+                got = pwritev(fd, windows[window], off)
+                add_end(end := clock())
+                window = window + 1 if window + 1 < n_windows else 0
+                if got != length:
+                    raise _short(batch.ends, got, length)
+                if end > until_ns:
+                    return
+        finally:
+            buf.next_window, buf.next_stamp = window, stamp
 
 
 def _read_view(buf: SlotBuffer | None, length: int) -> list[memoryview]:
@@ -303,6 +327,14 @@ def _files(batch: RawBatch, job: Job, run: EntryRun, entries: Iterable[tuple[int
     elif blocks:
         views = {length: _read_view(job.buf, length) for _, length in (blocks[0], blocks[-1])}
     open_, close = os.open, os.close
+    if not blocks:  # -s 0: create (or open) and close, the classic metadata rate
+        for dfd, name in entries:
+            add_start(clock())
+            close(open_(name, flags, FILE_MODE, dir_fd=dfd))
+            add_end(end := clock())
+            if end > until_ns:
+                return
+        return
     for dfd, name in entries:
         add_start(clock())
         fd = open_(name, flags, FILE_MODE, dir_fd=dfd)

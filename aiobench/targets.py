@@ -119,8 +119,6 @@ def resolve(cfg: BenchConfig) -> Resolved:
             f"{dir_only[0]}: only applies in dir mode (PATH is a directory), "
             f"but {cfg.paths[0]} is a {path_type.replace('blockdev', 'block device')}"
         )
-    if not (cfg.write or cfg.read):
-        raise ConfigError("nothing to do: give -w/--write and/or -r/--read")
     sizes = [_target_size(cfg, path, path_type) for path in cfg.paths]
     notes: list[str] = []
     block = cfg.block_size
@@ -207,7 +205,7 @@ def _check_tree(cfg: BenchConfig, layout: DirLayout, notes: list[str]) -> None:
         return
     if not cfg.mkdirs and layout.dirs:
         for rank in range(layout.threads):
-            for i in layout.dir_ids(rank) if layout.sharing else range(layout.dirs):
+            for i in layout.dir_ids(rank):
                 path = os.path.join(
                     cfg.paths[layout.dir_path_index(rank, i)], layout.dir_name(rank, i)
                 )

@@ -52,6 +52,16 @@ def test_names_per_rank_dir_major() -> None:
     assert lay.rank_dirs() == [(0, "r0"), (0, "r1")]
 
 
+def test_names_are_the_same_past_the_number_cache() -> None:
+    # Above 2^20 files per dir the numbers are formatted per name instead of cached.
+    many = (1 << 20) + 1
+    assert layout(files=many).file_names(1, many - 1, many + 1) == (
+        0,
+        [f"r1/d0/r1-f{many - 1}", "r1/d1/r1-f0"],
+    )
+    assert layout(files=10).file_names(1, 9, 11) == (0, ["r1/d0/r1-f9", "r1/d1/r1-f0"])
+
+
 def test_no_dirs_puts_files_into_path() -> None:
     lay = layout(dirs=0, num_paths=2)
     assert all_entries(lay, WRITE, 1) == [(1, "r1-f0"), (1, "r1-f1"), (1, "r1-f2")]

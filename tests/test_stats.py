@@ -81,3 +81,13 @@ def test_merge_adds_counts_and_extremes() -> None:
 def test_empty_recorder_summarises_to_zeros() -> None:
     s = LatencyRecorder().summary()
     assert (s.count, s.min_ns, s.max_ns, s.hdr) == (0, 0, 0, "")
+
+
+def test_summary_percentiles_equal_the_librarys_walk() -> None:
+    rng = np.random.default_rng(5)
+    recorder = LatencyRecorder()
+    recorder.add(rng.lognormal(mean=9, sigma=1.5, size=50_000).astype(np.int64) + 1)
+    recorder.add(np.array([1, 2, HDR_HIGHEST_NS], dtype=np.int64))  # both ends of the range
+    hist = recorder.histogram()
+    summary = recorder.summary()
+    assert summary.percentiles_ns == {p: hist.get_value_at_percentile(p) for p in PERCENTILES}

@@ -20,7 +20,7 @@ from aiobench.results import PhaseResult
 from aiobench.worker import Done
 from tests.test_targets import make_cfg
 
-REFERENCE = Path(__file__).parents[2] / "shared" / "reference" / "elbencho-output"
+DATA = Path(__file__).parent / "data"  # real elbencho 3.1-10 output
 
 
 def layout(**over: int | bool) -> DirLayout:
@@ -272,6 +272,29 @@ async def test_first_done_counts_entries_and_blocks_at_the_first_finish(tmp_path
     assert phase.io_latency.count == 240
 
 
+async def test_iodepth_keeps_that_many_entries_in_progress(tmp_path: Path) -> None:
+    cfg = make_cfg([str(tmp_path)], threads=2, iodepth=4, dirs=1, files=40)
+    lay = DirLayout(
+        num_paths=1, threads=2, dirs=1, files=40, file_size=0, block_size=4096, sharing=False
+    )
+    ctx = RunContext(
+        cfg=cfg,
+        layout=lay,
+        paths=[str(tmp_path)],
+        fds=[-1],
+        engine=NullEngine(lambda _: 20_000_000),  # 20 ms per entry: all slots get busy
+        executor=make_executor(cfg.slots),
+        stop=threading.Event(),
+    )
+    try:
+        phase, _ = await run_phase(ctx, STAT, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert phase.peak_inflight_ops == 8
+    assert phase.last_done.entries == 80
+    assert [t.entries for t in phase.threads] == [40, 40]
+
+
 async def test_threads_without_work_do_not_finish_first(tmp_path: Path) -> None:
     # --dirsharing with 1 dir and 2 threads: rank 1 has no dir to make.
     cfg = make_cfg([str(tmp_path)], threads=2, dirs=1, files=1, dirsharing=True, mkdirs=True)
@@ -342,20 +365,18 @@ def row_names(table: str, *, latency: bool = True) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="elbencho reference output not present")
 async def test_rows_match_elbenchos_dir_mode_rows(tmp_path: Path) -> None:
     # The shape of the reference run: -t 2 -n 2 -N 50 -s 8k -b 4k with latency rows.
     # (elbencho's percentile row shows 1/50/75/99 %, ours 50/90/99/99.9: same row names.)
     ours = row_names(render_table(await all_phases(tmp_path, 8192, 4096)))
-    assert ours == row_names((REFERENCE / "dirmode-latency.txt").read_text())
+    assert ours == row_names((DATA / "elbencho-dirmode-latency.txt").read_text())
     assert "IOPS" in " ".join(ours["WRITE"])
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="elbencho reference output not present")
 async def test_zero_byte_files_leave_out_the_data_rows(tmp_path: Path) -> None:
     # The reference run -s 0 has no latency rows (no --lat); every other row matches.
     ours = row_names(render_table(await all_phases(tmp_path, 0, 4096)), latency=False)
-    assert ours == row_names((REFERENCE / "dirmode-large.txt").read_text(), latency=False)
+    assert ours == row_names((DATA / "elbencho-dirmode-large.txt").read_text(), latency=False)
 
 
 async def test_iops_row_is_left_out_when_a_file_is_one_block(tmp_path: Path) -> None:

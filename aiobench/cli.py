@@ -134,7 +134,7 @@ def bench(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> int:
-    """Measure what files and block devices deliver (elbencho-compatible options)."""
+    """Measure what files, block devices and directories deliver (elbencho-compatible)."""
     cfg = build_config(
         paths=paths or [],
         write=write,

@@ -95,14 +95,17 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
         return
     if kind == RMDIRS and (shared.stop.is_set() or shared.error is not None):
         return  # the dirs inside may still be there
+    # As in the phases: an existing dir is reused; with --nodelerr a missing one is fine.
+    tolerated: tuple[type[OSError], ...] = (FileExistsError,)
+    if kind == RMDIRS:
+        tolerated = (FileNotFoundError,) if ctx.cfg.nodelerr else ()
     index, name = 0, ""
     try:
         for index, name in layout.rank_dirs():
-            if kind == MKDIRS:
-                with contextlib.suppress(FileExistsError):
+            with contextlib.suppress(*tolerated):
+                if kind == MKDIRS:
                     os.mkdir(name, DIR_MODE, dir_fd=ctx.fds[index])
-            else:
-                with contextlib.suppress(*(FileNotFoundError,) * ctx.cfg.nodelerr):
+                else:
                     os.rmdir(name, dir_fd=ctx.fds[index])
     except OSError as exc:
         shared.fail(BenchIOError.from_os(os.path.join(ctx.paths[index], name), 0, exc))

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 from aiobench.dirmode import DirLayout, EntryRun, EntryStream
-from aiobench.engine import Job, NullEngine, PosixEngine, RawBatch, SlotBuffer
+from aiobench.engine import Job, NullEngine, PosixEngine, SlotBuffer
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
-from aiobench.phases import RunContext, make_executor, run_phase
+from aiobench.phases import run_phase
 from aiobench.render.table import render_table
 from aiobench.results import PhaseResult
 from aiobench.worker import Done
+from tests.test_phases import RecordingEngine, context
 from tests.test_targets import make_cfg
 
 DATA = Path(__file__).parent / "data"  # real elbencho 3.1-10 output
@@ -220,23 +221,6 @@ def test_stop_inside_a_file_leaves_the_entry_unfinished(root: tuple[Path, int]) 
 # -- phases on the null engine: first/last done and entry latency ----------------------------
 
 
-class RecordingEngine(NullEngine):
-    """The null engine, keeping every entry's (path index, end instant)."""
-
-    def __init__(self, delays_ns: dict[int, int]) -> None:
-        super().__init__(lambda index: delays_ns[index])
-        self.ends: list[tuple[int, int]] = []
-        self.lock = threading.Lock()
-
-    def run(self, job: Job) -> RawBatch:
-        batch = super().run(job)
-        index = job.ops.path_index
-        assert isinstance(index, int)
-        with self.lock:
-            self.ends.extend((index, end) for end in batch.ends)
-        return batch
-
-
 async def test_first_done_counts_entries_and_blocks_at_the_first_finish(tmp_path: Path) -> None:
     # Two PATHs, -n 1: rank 0's files are in PATH 0 (1 ms each), rank 1's in PATH 1 (3 ms).
     paths = [str(tmp_path / "a"), str(tmp_path / "b")]
@@ -245,15 +229,7 @@ async def test_first_done_counts_entries_and_blocks_at_the_first_finish(tmp_path
         num_paths=2, threads=2, dirs=1, files=60, file_size=8192, block_size=4096, sharing=False
     )
     engine = RecordingEngine({0: 1_000_000, 1: 3_000_000})
-    ctx = RunContext(
-        cfg=cfg,
-        layout=lay,
-        paths=paths,
-        fds=[-1, -1],
-        engine=engine,
-        executor=make_executor(cfg.slots),
-        stop=threading.Event(),
-    )
+    ctx = context(cfg, lay, engine)
     try:
         phase, _ = await run_phase(ctx, WRITE, 0)
     finally:
@@ -277,15 +253,7 @@ async def test_iodepth_keeps_that_many_entries_in_progress(tmp_path: Path) -> No
     lay = DirLayout(
         num_paths=1, threads=2, dirs=1, files=40, file_size=0, block_size=4096, sharing=False
     )
-    ctx = RunContext(
-        cfg=cfg,
-        layout=lay,
-        paths=[str(tmp_path)],
-        fds=[-1],
-        engine=NullEngine(lambda _: 20_000_000),  # 20 ms per entry: all slots get busy
-        executor=make_executor(cfg.slots),
-        stop=threading.Event(),
-    )
+    ctx = context(cfg, lay, NullEngine(lambda _: 20_000_000))  # 20 ms per entry: all slots get busy
     try:
         phase, _ = await run_phase(ctx, STAT, 0)
     finally:
@@ -302,15 +270,7 @@ async def test_threads_without_work_do_not_finish_first(tmp_path: Path) -> None:
         num_paths=1, threads=2, dirs=1, files=1, file_size=0, block_size=4096, sharing=True
     )
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    ctx = RunContext(
-        cfg=cfg,
-        layout=lay,
-        paths=[str(tmp_path)],
-        fds=[fd],
-        engine=PosixEngine(),
-        executor=make_executor(cfg.slots),
-        stop=threading.Event(),
-    )
+    ctx = context(cfg, lay, PosixEngine(), [fd])
     try:
         phase, shared = await run_phase(ctx, MKDIRS, 0)
     finally:
@@ -332,15 +292,7 @@ async def all_phases(tmp_path: Path, size: int, block: int) -> list[PhaseResult]
         num_paths=1, threads=2, dirs=2, files=50, file_size=size, block_size=block, sharing=False
     )
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)  # for the (real) rank dirs
-    ctx = RunContext(
-        cfg=cfg,
-        layout=lay,
-        paths=[str(tmp_path)],
-        fds=[fd],
-        engine=NullEngine(lambda _: 10_000),
-        executor=make_executor(cfg.slots),
-        stop=threading.Event(),
-    )
+    ctx = context(cfg, lay, NullEngine(lambda _: 10_000), [fd])
     phases: list[PhaseResult] = []
     try:
         for i, kind in enumerate((MKDIRS, WRITE, STAT, READ, RMFILES, RMDIRS)):

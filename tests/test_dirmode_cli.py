@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.schema import load_schema
 from aiobench.targets import filesystem_type
-from tests.conftest import RunCli
+from tests.conftest import RunCli, mounted_tmpfs
 from tests.test_cli_errors import assert_usage_error, listing
 
 Doc = dict[str, Any]
@@ -613,20 +613,8 @@ def test_json_dash_in_dir_mode(
 
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1M,nr_inodes=64", "tmpfs", str(mnt)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if proc.returncode:
-        pytest.skip(f"cannot mount tmpfs: {proc.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "mnt", "size=1M,nr_inodes=64") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 @pytest.mark.root

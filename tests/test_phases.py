@@ -9,7 +9,8 @@ from time import perf_counter_ns
 import pytest
 
 from aiobench.config import BenchConfig
-from aiobench.engine import Job, NullEngine, RawBatch
+from aiobench.dirmode import DirLayout
+from aiobench.engine import Engine, Job, NullEngine, RawBatch
 from aiobench.kinds import READ
 from aiobench.phases import RunContext, make_executor, run_phase
 from aiobench.targets import Layout
@@ -17,7 +18,7 @@ from tests.test_targets import make_cfg
 
 
 class RecordingEngine(NullEngine):
-    """The null engine, keeping every operation's (path index, end instant)."""
+    """The null engine, keeping every operation's or entry's (path index, end instant)."""
 
     def __init__(self, delays_ns: dict[int, int]) -> None:
         super().__init__(lambda index: delays_ns[index])
@@ -33,12 +34,18 @@ class RecordingEngine(NullEngine):
         return batch
 
 
-def context(cfg: BenchConfig, layout: Layout, engine: NullEngine) -> RunContext:
+def context(
+    cfg: BenchConfig,
+    layout: Layout | DirLayout,
+    engine: Engine,
+    fds: list[int] | None = None,
+) -> RunContext:
+    """A run's shared parts for ``run_phase``; fds default to -1 (engines that open nothing)."""
     return RunContext(
         cfg=cfg,
         layout=layout,
         paths=cfg.paths,
-        fds=[-1] * len(cfg.paths),
+        fds=[-1] * len(cfg.paths) if fds is None else fds,
         engine=engine,
         executor=make_executor(cfg.slots),
         stop=threading.Event(),

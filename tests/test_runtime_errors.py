@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli
+from tests.conftest import RunCli, mounted_tmpfs
 
 
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode:
-        pytest.skip(f"cannot mount tmpfs: {proc.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "mnt", "size=1m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 @pytest.mark.root

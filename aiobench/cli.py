@@ -9,12 +9,14 @@ from typing import Annotated
 import typer
 
 from aiobench import __version__
-from aiobench.config import DEFAULT_BLOCK, build_config
-from aiobench.errors import AiobenchError, ConfigError
+from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, build_config
+from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
+from aiobench.outputs import Outputs, check_output_files
+from aiobench.render.compare import common_phases, render_compare
 from aiobench.render.json import dumps, write_atomically
-from aiobench.render.table import HEADER, phase_block
-from aiobench.results import PhaseResult
-from aiobench.runner import exit_code, run_benchmark
+from aiobench.render.table import render_table
+from aiobench.runner import event_loop_name, exit_code, run_benchmark, run_meta
+from aiobench.saved import load_document, load_run
 from aiobench.targets import DIR, resolve
 
 # Below this block size a second thread in the same interpreter waits for its lock often
@@ -23,6 +25,14 @@ from aiobench.targets import DIR, resolve
 GIL_NOTE_MAX_BLOCK = 64 * 1024
 
 app = typer.Typer(add_completion=False, rich_markup_mode=None)
+# Saved-run tools; `aiobench show ...` etc. A PATH spelled like one goes after `--`.
+tools = typer.Typer(
+    add_completion=False,
+    rich_markup_mode=None,
+    help="Work with saved runs (--json files).",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+SUBCOMMANDS = ("show", "compare", "plot")
 
 
 def _version(value: bool) -> None:
@@ -31,7 +41,11 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+@app.command(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Saved runs: aiobench show RUN.json | aiobench compare A.json B.json | "
+    "aiobench plot RUN.json -o FILE.png. A PATH named like one of these goes after --.",
+)
 def bench(
     paths: Annotated[
         list[str] | None,
@@ -107,9 +121,55 @@ def bench(
     ] = 0,
     label: Annotated[str, typer.Option("--label", help="Label stored in the results.")] = "",
     nolive: Annotated[
-        bool,
-        typer.Option("--nolive", help="No live progress (accepted for elbencho compatibility)."),
+        bool, typer.Option("--nolive", help="No live progress line (only drawn on a terminal).")
     ] = False,
+    liveint: Annotated[
+        int,
+        typer.Option(
+            "--liveint",
+            metavar="MS",
+            help="Interval of the live line and of the latency-over-time series, in ms.",
+        ),
+    ] = DEFAULT_LIVE_INTERVAL_MS,
+    livecsv: Annotated[
+        str | None,
+        typer.Option(
+            "--livecsv",
+            metavar="FILE",
+            help="Append a CSV row per interval (elbencho's live columns, then latency).",
+        ),
+    ] = None,
+    livejson: Annotated[
+        str | None,
+        typer.Option("--livejson", metavar="FILE", help="Append a JSON line per interval."),
+    ] = None,
+    jsonfile: Annotated[
+        str | None,
+        typer.Option("--jsonfile", metavar="FILE", help="Append a JSON line per phase."),
+    ] = None,
+    csvfile: Annotated[
+        str | None,
+        typer.Option(
+            "--csvfile",
+            metavar="FILE",
+            help="Append a CSV row per phase (elbencho's columns, then percentiles).",
+        ),
+    ] = None,
+    resfile: Annotated[
+        str | None,
+        typer.Option(
+            "--resfile", metavar="FILE", help="Append the result table with date and command."
+        ),
+    ] = None,
+    pertarget: Annotated[
+        bool | None,
+        typer.Option(
+            "--pertarget/--nopertarget",
+            help="Per-target report (min/max target, average, aggregate) in the table "
+            "[default: on with 2 or more PATHs; always in JSON].",
+            show_default=False,
+        ),
+    ] = None,
     json_out: Annotated[
         str | None,
         typer.Option(
@@ -159,13 +219,19 @@ def bench(
         label=label,
         nolive=nolive,
         json_path=json_out,
+        live_interval_ms=liveint,
+        livecsv_path=livecsv,
+        livejson_path=livejson,
+        jsonfile_path=jsonfile,
+        csvfile_path=csvfile,
+        resfile_path=resfile,
+        pertarget=pertarget,
         seed=seed,
         force=force,
         argv=("aiobench", *sys.argv[1:]),
     )
     resolved = resolve(cfg)
-    if cfg.json_path not in (None, "-"):
-        _check_writable(cfg.json_path)
+    check_output_files(cfg)
     human = sys.stderr if cfg.json_path == "-" else sys.stdout
 
     def notes() -> None:
@@ -180,40 +246,87 @@ def bench(
                 file=sys.stderr,
             )
 
-    shown: list[PhaseResult] = []
-
-    def show(phase: PhaseResult) -> None:
-        # The header waits for the first result: a setup error must stay a single line.
-        human.write(("" if shown else HEADER) + phase_block(phase))
-        human.flush()
-        shown.append(phase)
-
-    result = run_benchmark(cfg, resolved, on_phase=show, on_ready=notes)
+    meta = run_meta(cfg, resolved, event_loop_name())
+    outputs = Outputs(cfg, meta, human)
+    result = run_benchmark(
+        cfg, resolved, on_phase=outputs.phase_done, on_ready=notes, observer=outputs, meta=meta
+    )
     if result.interrupted:
         print(f"Interrupted by {result.meta.get('signal')}: results so far.", file=sys.stderr)
     if result.error is not None:
         print(f"Error: {result.error['message']}", file=sys.stderr)
+    for message in outputs.errors:
+        print(f"Error: {message}", file=sys.stderr)
     if cfg.json_path == "-":
         sys.stdout.write(dumps(result))
     elif cfg.json_path is not None:
         write_atomically(cfg.json_path, dumps(result))
-    return exit_code(result)
+    code = exit_code(result)
+    return EXIT_IO_ERROR if code == 0 and outputs.errors else code
 
 
-def _check_writable(path: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
+@tools.command("show")
+def show(
+    run: Annotated[str, typer.Argument(metavar="RUN.json", help="A --json result file.")],
+    pertarget: Annotated[
+        bool | None,
+        typer.Option(
+            "--pertarget/--nopertarget",
+            help="Per-target report [default: as the run had it].",
+            show_default=False,
+        ),
+    ] = None,
+) -> int:
+    """Print the result table of a saved run again, as the run printed it."""
+    result = load_run(run)
+    config = result.meta.get("config")
+    saved = config.get("pertarget") if isinstance(config, dict) else None
+    paths = result.meta.get("paths")
+    default = len(paths) > 1 if isinstance(paths, list) else False
+    chosen = pertarget if pertarget is not None else saved if saved is not None else default
+    sys.stdout.write(render_table(result.phases, pertarget=bool(chosen)))
+    return 0
+
+
+@tools.command("compare")
+def compare(
+    run_a: Annotated[str, typer.Argument(metavar="A.json", help="The baseline run.")],
+    run_b: Annotated[str, typer.Argument(metavar="B.json", help="The run to compare with it.")],
+) -> int:
+    """Per phase and metric the ratio B/A, with a warning when it is within the runs' noise."""
+    a, b = load_run(run_a), load_run(run_b)
+    if not common_phases(a, b):
+        raise ConfigError(f"{run_a} and {run_b} have no phase in common")
+    sys.stdout.write(render_compare(a, b, run_a, run_b))
+    return 0
+
+
+@tools.command("plot")
+def plot(
+    run: Annotated[str, typer.Argument(metavar="RUN.json", help="A --json result file.")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", metavar="FILE.png", help="Where to write the PNG.")
+    ],
+    width: Annotated[int, typer.Option("--width", help="Width in pixels.")] = 1200,
+    height: Annotated[int, typer.Option("--height", help="Height in pixels.")] = 800,
+) -> int:
+    """Throughput and p50/p99 latency over time, and the latency percentile curve (PNG)."""
+    from aiobench.render.plot import render_plot  # matplotlib is an optional extra
+
+    if width < 100 or height < 100:
+        raise ConfigError("--width/--height: at least 100 pixels")
+    doc = load_document(run)
+    directory = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(directory):
-        raise ConfigError(f"--json: directory of {path} does not exist")
-    if os.path.isdir(path):
-        raise ConfigError(f"--json: {path} is a directory")
-    if not os.access(directory, os.W_OK):
-        raise ConfigError(f"--json: cannot write to {directory}")
+        raise ConfigError(f"-o/--output: directory of {output} does not exist")
+    render_plot(doc, output, width_px=width, height_px=height)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line ``Error: ...`` and exit 2 for usage errors."""
     args = sys.argv[1:] if argv is None else argv
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(tools if args and args[0] in SUBCOMMANDS else app)
     try:
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
     except AiobenchError as exc:

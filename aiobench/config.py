@@ -13,6 +13,9 @@ DEFAULT_BLOCK = "1M"
 # Every slot is one executor thread; past this many, thread start-up and memory dominate
 # and a single interpreter cannot keep them busy anyway (use MPI ranks instead).
 MAX_SLOTS = 4096
+# Shortest --liveint: intervals much below the ~50 ms executor runs only add noise.
+MIN_LIVE_INTERVAL_MS = 10
+DEFAULT_LIVE_INTERVAL_MS = 2000  # elbencho's default
 # O_DIRECT needs buffers, offsets and lengths aligned to the logical block size; 512 bytes
 # is the smallest any Linux block device has.
 DIRECT_ALIGN = 512
@@ -44,7 +47,14 @@ class BenchConfig:
     timelimit_s: int  # 0 = none
     label: str
     live: bool
+    live_interval_ms: int = DEFAULT_LIVE_INTERVAL_MS
     json_path: str | None
+    livecsv_path: str | None = None
+    livejson_path: str | None = None
+    jsonfile_path: str | None = None
+    csvfile_path: str | None = None
+    resfile_path: str | None = None
+    pertarget: bool | None = None  # None: on when there are two or more paths
     seed: int
     force: bool
     argv: tuple[str, ...] = ()
@@ -80,6 +90,22 @@ class BenchConfig:
         ]
         return [name for name, on in given if on]
 
+    @property
+    def show_pertarget(self) -> bool:
+        return len(self.paths) > 1 if self.pertarget is None else self.pertarget
+
+    def output_files(self) -> list[tuple[str, str]]:
+        """(option, path) of every file results are written or appended to."""
+        given = [
+            ("--json", self.json_path),
+            ("--jsonfile", self.jsonfile_path),
+            ("--csvfile", self.csvfile_path),
+            ("--resfile", self.resfile_path),
+            ("--livecsv", self.livecsv_path),
+            ("--livejson", self.livejson_path),
+        ]
+        return [(option, path) for option, path in given if path is not None and path != "-"]
+
     def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["paths"] = list(self.paths)
@@ -104,6 +130,13 @@ def build_config(
     label: str,
     nolive: bool,
     json_path: str | None,
+    live_interval_ms: int = DEFAULT_LIVE_INTERVAL_MS,
+    livecsv_path: str | None = None,
+    livejson_path: str | None = None,
+    jsonfile_path: str | None = None,
+    csvfile_path: str | None = None,
+    resfile_path: str | None = None,
+    pertarget: bool | None = None,
     seed: int | None,
     force: bool,
     argv: tuple[str, ...] = (),
@@ -175,6 +208,21 @@ def build_config(
         )
     if json_path is not None and not json_path:
         raise ConfigError("--json: give a file name or '-' for stdout")
+    if live_interval_ms < MIN_LIVE_INTERVAL_MS:
+        raise ConfigError(
+            f"--liveint: must be at least {MIN_LIVE_INTERVAL_MS} ms (got {live_interval_ms})"
+        )
+    _check_output_names(
+        expanded,
+        [
+            ("--json", json_path if json_path != "-" else None),
+            ("--jsonfile", jsonfile_path),
+            ("--csvfile", csvfile_path),
+            ("--resfile", resfile_path),
+            ("--livecsv", livecsv_path),
+            ("--livejson", livejson_path),
+        ],
+    )
     if seed is not None and not 0 <= seed < 2**63:
         raise ConfigError(f"--seed: must be between 0 and 2^63-1 (got {seed})")
     return BenchConfig(
@@ -200,8 +248,29 @@ def build_config(
         timelimit_s=timelimit,
         label=label,
         live=not nolive,
+        live_interval_ms=live_interval_ms,
         json_path=json_path,
+        livecsv_path=livecsv_path,
+        livejson_path=livejson_path,
+        jsonfile_path=jsonfile_path,
+        csvfile_path=csvfile_path,
+        resfile_path=resfile_path,
+        pertarget=pertarget,
         seed=secrets.randbits(63) if seed is None else seed,
         force=force,
         argv=argv,
     )
+
+
+def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]]) -> None:
+    """Result files: named, each a file of its own, never one of the benchmark PATHs."""
+    seen: dict[str, str] = {os.path.realpath(p): "PATH" for p in paths}
+    for option, path in outputs:
+        if path is None:
+            continue
+        if not path:
+            raise ConfigError(f"{option}: give a file name")
+        key = os.path.realpath(path)
+        if key in seen:
+            raise ConfigError(f"{option}: {path} is also given as {seen[key]}")
+        seen[key] = option

@@ -12,6 +12,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE
 
 
@@ -49,6 +52,24 @@ class EntryRun:
         per = self.blocks_per_entry
         nbytes = (io_ops // per) * self.size + (io_ops % per) * self.block if per else 0
         return io_ops, nbytes, units
+
+    def add_per_path(self, units: int, io_ops: int, out: npt.NDArray[np.int64]) -> None:
+        """Add the (ops, bytes, entries) of the done part to ``out[path]`` (see ``totals``)."""
+        index = self.path_index
+        if isinstance(index, int):
+            out[index] += self.totals(units, io_ops)
+            return
+        if units:
+            entries = np.bincount(index[:units], minlength=out.shape[0])
+            per = self.blocks_per_entry
+            out[:, 0] += entries * per
+            out[:, 1] += entries * self.size
+            out[:, 2] += entries
+        if units < len(index):
+            # The blocks done of the entry in progress (a file stopped part way).
+            full = self.totals(units, units * self.blocks_per_entry)
+            ops, nbytes, _ = self.totals(units, io_ops)
+            out[index[units], :2] += (ops - full[0], nbytes - full[1])
 
 
 # File numbers as strings, made once per run: joining a prefix and a ready string costs

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from time import perf_counter_ns
+from dataclasses import dataclass, field
+from time import perf_counter_ns, process_time_ns
 
 import anyio
 import numpy as np
@@ -17,12 +18,42 @@ from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryStream
 from aiobench.engine import DIR_MODE, Engine, SlotBuffer
 from aiobench.errors import BenchIOError
+from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import MKDIRS, PHASE_NAMES, READ, RMDIRS, WRITE
-from aiobench.results import PhaseResult, ThreadTotals, Totals
+from aiobench.results import (
+    IntervalStats,
+    PhaseResult,
+    Progress,
+    TargetTotals,
+    ThreadTotals,
+    Totals,
+)
 from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout
+from aiobench.units import rate
 from aiobench.worker import PhaseShared, Slot, Stream, run_thread
 from aiobench.workload import OpStream, ops_per_thread
+
+# While an interval has ended but a run handed over before its end is still out, the
+# watcher looks again this often (runs last up to ~50 ms).
+_CLOSE_POLL_NS = 5_000_000
+DEFAULT_LIVE_INTERVAL_NS = 2_000_000_000  # elbencho's --liveint default
+
+
+class Observer:
+    """What the CLI watches while a phase runs; called on the event loop, must not block."""
+
+    def phase_started(self, name: str, start: datetime.datetime) -> None:
+        """A phase starts now (its untimed setup is done); ``start`` is the wall clock."""
+
+    def progress(self, progress: Progress) -> None:
+        """Every live interval: where the phase stands."""
+
+    def interval(self, phase: str, interval: IntervalStats) -> None:
+        """An interval of the phase is complete."""
+
+    def phase_ended(self, name: str) -> None:
+        """The phase's I/O is over (its result follows)."""
 
 
 @dataclass(slots=True)
@@ -36,6 +67,8 @@ class RunContext:
     engine: Engine
     executor: ThreadPoolExecutor
     stop: threading.Event
+    observer: Observer = field(default_factory=Observer)
+    live_interval_ns: int = DEFAULT_LIVE_INTERVAL_NS
 
 
 def make_executor(slots: int) -> ThreadPoolExecutor:
@@ -85,7 +118,11 @@ def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
             stamp_base=salt + ((rank * cfg.iodepth + i) << 40),
         )
 
-    return [[Slot(buffer(rank, i)) for i in range(cfg.iodepth)] for rank in range(cfg.threads)]
+    def slot(rank: int, i: int) -> Slot:
+        per_path = np.zeros((len(ctx.paths), 3), dtype=np.int64) if len(ctx.paths) > 1 else None
+        return Slot(buffer(rank, i), per_path=per_path)
+
+    return [[slot(rank, i) for i in range(cfg.iodepth)] for rank in range(cfg.threads)]
 
 
 def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
@@ -116,6 +153,7 @@ async def run_phase(
 ) -> tuple[PhaseResult, PhaseShared]:
     """Run one phase of ``kind`` over all threads and summarise it."""
     cfg = ctx.cfg
+    name = PHASE_NAMES[kind]
     streams = _streams(ctx, kind, phase_index)
     slots = _slots(ctx, kind, phase_index)
     shared = PhaseShared(
@@ -129,6 +167,7 @@ async def run_phase(
         stop=ctx.stop,
     )
     finished: list[int] = [0] * cfg.threads
+    cpu: dict[str, CpuSample] = {}
 
     async def thread(rank: int) -> None:
         end = await run_thread(shared, streams[rank], slots[rank])
@@ -138,36 +177,185 @@ async def run_phase(
         if shared.first_done_ns is None:
             # Published once; slots still running cut their counters at this instant.
             shared.first_done_ns = end
+            cpu["first"] = _cpu_now()
 
     if kind == MKDIRS:
         _rank_dirs(ctx, kind, shared)
     try:
+        wall_start = datetime.datetime.now(datetime.timezone.utc)
+        ctx.observer.phase_started(name, wall_start)
         shared.start_ns = perf_counter_ns()
+        cpu["start"] = CpuSample(shared.start_ns, process_time_ns())
+        series = shared.series = IntervalSeries(
+            start_ns=shared.start_ns,
+            interval_ns=ctx.live_interval_ns,
+            planned_units=sum(stream.total_ops for stream in streams),
+            dir_mode=isinstance(ctx.layout, DirLayout),
+            cpus=len(os.sched_getaffinity(0)),
+        )
+        series.sample_cpu(0, cpu["start"])
         if cfg.timelimit_s:
             shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
-        async with anyio.create_task_group() as group:
-            for rank in range(cfg.threads):
-                group.start_soon(thread, rank)
+        async with anyio.create_task_group() as watcher:
+            watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
+            async with anyio.create_task_group() as group:
+                for rank in range(cfg.threads):
+                    group.start_soon(thread, rank)
+            watcher.cancel_scope.cancel()
     finally:
         for rank_slots in slots:
             for slot in rank_slots:
                 if slot.buffer is not None:
                     slot.buffer.close()
-    result = _summarise(kind, shared, streams, slots, finished)
+    cpu["last"] = _cpu_now()
+    last = max(finished)
+    for record in series.finish(last, _active_at(streams, finished), cpu["last"]):
+        ctx.observer.interval(name, record)
+    ctx.observer.phase_ended(name)
+    result = _summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
     if kind == RMDIRS:
         _rank_dirs(ctx, kind, shared)
     return result, shared
 
 
+def _cpu_now() -> CpuSample:
+    return CpuSample(perf_counter_ns(), process_time_ns())
+
+
+def _active_at(streams: Sequence[Stream], finished: list[int]) -> Callable[[int], int]:
+    """Threads with work that had not finished by an instant."""
+
+    def active(instant_ns: int) -> int:
+        return sum(
+            1
+            for stream, end in zip(streams, finished, strict=True)
+            if stream.total_ops and (end == 0 or end > instant_ns)
+        )
+
+    return active
+
+
+async def _watch(
+    ctx: RunContext,
+    name: str,
+    shared: PhaseShared,
+    series: IntervalSeries,
+    streams: list[Stream],
+    slots: list[list[Slot]],
+    finished: list[int],
+) -> None:
+    """Live progress every interval, and each interval's record as soon as it is complete."""
+    all_slots = [slot for rank_slots in slots for slot in rank_slots]
+    dir_mode = isinstance(ctx.layout, DirLayout)
+    active = _active_at(streams, finished)
+    next_tick = series.boundary(1)
+    seen, seen_ns = (0, 0, 0), shared.start_ns
+    while True:
+        now = perf_counter_ns()
+        if now >= next_tick:
+            k = series.index_at(now)
+            series.sample_cpu(k, CpuSample(now, process_time_ns()))
+            counts = (
+                sum(s.ops for s in all_slots),
+                sum(s.bytes for s in all_slots),
+                sum(s.entries for s in all_slots),
+            )
+            ctx.observer.progress(
+                _progress(name, shared, series, counts, seen, now - seen_ns, now, dir_mode)
+            )
+            seen, seen_ns = counts, now
+            next_tick = series.boundary(k + 1)
+        # Units ending inside an interval may still be in a run handed over before its end.
+        horizon = min([s.busy_since_ns for s in all_slots if s.busy_since_ns] + [now])
+        for record in series.close_until(horizon, active):
+            ctx.observer.interval(name, record)
+        wait = next_tick - now
+        if series.pending(now):
+            wait = min(wait, _CLOSE_POLL_NS)
+        await anyio.sleep(max(wait, 0) / 1e9)
+
+
+def _progress(
+    name: str,
+    shared: PhaseShared,
+    series: IntervalSeries,
+    counts: tuple[int, int, int],
+    seen: tuple[int, int, int],
+    span_ns: int,
+    now: int,
+    dir_mode: bool,
+) -> Progress:
+    elapsed = now - shared.start_ns
+    done = counts[2] if dir_mode else counts[0]
+    planned = series.planned_units
+    eta: int | None = None
+    if done:
+        eta = elapsed * max(planned - done, 0) // done
+    if shared.deadline_ns:
+        left = max(shared.deadline_ns - now, 0)
+        eta = left if eta is None else min(eta, left)
+    return Progress(
+        phase=name,
+        elapsed_ns=elapsed,
+        done_percent=min(100, done * 100 // planned) if planned else 100,
+        done_bytes=counts[1],
+        bytes_per_s=rate(counts[1] - seen[1], span_ns),
+        iops=rate(counts[0] - seen[0], span_ns),
+        entries_per_s=rate(counts[2] - seen[2], span_ns),
+        eta_ns=eta,
+        dir_mode=dir_mode,
+    )
+
+
+def _targets(
+    ctx: RunContext, slots: list[list[Slot]], elapsed: list[int], totals: Totals
+) -> tuple[TargetTotals, ...]:
+    """Per target: what all threads did there, over the slowest of those threads."""
+    if len(ctx.paths) == 1:
+        return (
+            TargetTotals(
+                index=0,
+                path=ctx.paths[0],
+                ops=totals.ops,
+                bytes=totals.bytes,
+                entries=totals.entries,
+                elapsed_ns=totals.elapsed_ns,
+            ),
+        )
+    per_thread = [
+        sum((s.per_path for s in rank_slots if s.per_path is not None), np.zeros(1, np.int64))
+        for rank_slots in slots
+    ]
+    out = []
+    for index, path in enumerate(ctx.paths):
+        rows = [counts[index] for counts in per_thread]
+        worked = [e for row, e in zip(rows, elapsed, strict=True) if row.any()]
+        out.append(
+            TargetTotals(
+                index=index,
+                path=path,
+                ops=int(sum(int(row[0]) for row in rows)),
+                bytes=int(sum(int(row[1]) for row in rows)),
+                entries=int(sum(int(row[2]) for row in rows)),
+                elapsed_ns=max(worked, default=0),
+            )
+        )
+    return tuple(out)
+
+
 def _summarise(
     kind: str,
+    ctx: RunContext,
     shared: PhaseShared,
     streams: list[Stream],
     slots: list[list[Slot]],
     finished: list[int],
+    cpu: dict[str, CpuSample],
+    wall_start: datetime.datetime,
 ) -> PhaseResult:
     start = shared.start_ns
     first = shared.first_done_ns or start
+    cpus = len(os.sched_getaffinity(0))
     latency, entry_latency = LatencyRecorder(), LatencyRecorder()
     first_totals = [0, 0, 0]
     threads = []
@@ -190,25 +378,31 @@ def _summarise(
     incomplete = any(stream.remaining for stream in streams) or any(
         slot.pending for rank_slots in slots for slot in rank_slots
     )
-    dir_mode = isinstance(streams[0], EntryStream)
+    last_done = Totals(
+        elapsed_ns=last - start,
+        ops=sum(t.ops for t in threads),
+        bytes=sum(t.bytes for t in threads),
+        entries=sum(t.entries for t in threads),
+        cpu_percent=cpu_percent(cpu["start"], cpu["last"], cpus),
+    )
+    worked = [t.elapsed_ns if streams[t.rank].total_ops else 0 for t in threads]
     return PhaseResult(
         name=PHASE_NAMES[kind],
+        start_time=wall_start.isoformat(timespec="milliseconds"),
         first_done=Totals(
             elapsed_ns=first - start,
             ops=first_totals[0],
             bytes=first_totals[1],
             entries=first_totals[2],
+            cpu_percent=cpu_percent(cpu["start"], cpu.get("first", cpu["last"]), cpus),
         ),
-        last_done=Totals(
-            elapsed_ns=last - start,
-            ops=sum(t.ops for t in threads),
-            bytes=sum(t.bytes for t in threads),
-            entries=sum(t.entries for t in threads),
-        ),
+        last_done=last_done,
         io_latency=latency.summary(),
-        entry_latency=entry_latency.summary() if dir_mode else None,
+        entry_latency=entry_latency.summary() if isinstance(ctx.layout, DirLayout) else None,
         peak_inflight_ops=shared.peak_inflight,
         threads=tuple(threads),
+        targets=_targets(ctx, slots, worked, last_done),
+        intervals=tuple(shared.series.closed) if shared.series is not None else (),
         time_limited=incomplete and bool(shared.deadline_ns) and not shared.stop.is_set(),
         interrupted=shared.stop.is_set() and shared.error is None,
     )

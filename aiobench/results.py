@@ -3,6 +3,9 @@
 SCHEMA_VERSION history (bump on any change a consumer could notice):
     1 — first published format: meta, phases[first_done, last_done, latency.io,
         latency.entries (dir mode), peak_inflight_ops, threads], interrupted, error.
+    2 — phases[].intervals (latency over time), phases[].per_target (storagebench report),
+        cpu_percent in first_done/last_done, meta.live_interval_ms; the NDJSON records of
+        --jsonfile and --livejson (record.schema.json).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass, field
 from aiobench.stats import LatencySummary
 from aiobench.units import rate
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,6 +26,7 @@ class Totals:
     ops: int
     bytes: int
     entries: int = 0
+    cpu_percent: int = 0  # this process's CPU time over all cores' time, 0..100
 
     @property
     def iops(self) -> int:
@@ -38,6 +42,129 @@ class Totals:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Progress:
+    """A live look at a running phase: done so far and rates since the last look."""
+
+    phase: str
+    elapsed_ns: int
+    done_percent: int
+    done_bytes: int
+    bytes_per_s: int
+    iops: int
+    entries_per_s: int
+    eta_ns: int | None  # None until there is a pace to extrapolate from
+    dir_mode: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntervalStats:
+    """One ``--liveint`` interval of a phase; each unit counts in the interval it ended in.
+
+    ``start_ns``/``end_ns`` are relative to the phase start; ``done_*`` are cumulative.
+    """
+
+    index: int
+    start_ns: int
+    end_ns: int
+    ops: int
+    bytes: int
+    entries: int
+    done_ops: int
+    done_bytes: int
+    done_entries: int
+    done_percent: int
+    active_threads: int
+    cpu_percent: int
+    io_latency: LatencySummary
+    entry_latency: LatencySummary | None = None  # dir mode only
+
+    @property
+    def iops(self) -> int:
+        return rate(self.ops, self.end_ns - self.start_ns)
+
+    @property
+    def bytes_per_s(self) -> int:
+        return rate(self.bytes, self.end_ns - self.start_ns)
+
+    @property
+    def entries_per_s(self) -> int:
+        return rate(self.entries, self.end_ns - self.start_ns)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetTotals:
+    """What one target (PATH) got, over the elapsed time of its slowest thread."""
+
+    index: int
+    path: str
+    ops: int
+    bytes: int
+    entries: int
+    elapsed_ns: int
+
+    @property
+    def iops(self) -> int:
+        return rate(self.ops, self.elapsed_ns)
+
+    @property
+    def bytes_per_s(self) -> int:
+        return rate(self.bytes, self.elapsed_ns)
+
+    @property
+    def entries_per_s(self) -> int:
+        return rate(self.entries, self.elapsed_ns)
+
+    @property
+    def worked(self) -> bool:
+        return bool(self.ops or self.entries)
+
+    def rates(self) -> dict[str, int]:
+        return {m: getattr(self, m) for m in RATE_METRICS}
+
+
+RATE_METRICS = ("bytes_per_s", "iops", "entries_per_s")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetReport:
+    """beegfs-ctl --storagebench's summary: min and max target, average and aggregate.
+
+    ``metric`` decides min and max: throughput when the phase moved bytes, else entries/s
+    (dir mode without data), else IOPS. Only targets that had work take part; the aggregate
+    is the sum of the per-target rates, as storagebench adds them up.
+    """
+
+    metric: str
+    slowest: TargetTotals
+    fastest: TargetTotals
+    average: dict[str, int]
+    aggregate: dict[str, int]
+
+
+def target_report(targets: tuple[TargetTotals, ...]) -> TargetReport | None:
+    worked = [t for t in targets if t.worked]
+    if not worked:
+        return None
+    metric = (
+        "bytes_per_s"
+        if any(t.bytes for t in worked)
+        else "entries_per_s"
+        if any(t.entries for t in worked)
+        else "iops"
+    )
+    # Ties go to the target named first.
+    slowest = min(worked, key=lambda t: (getattr(t, metric), t.index))
+    fastest = max(worked, key=lambda t: (getattr(t, metric), -t.index))
+    return TargetReport(
+        metric=metric,
+        slowest=slowest,
+        fastest=fastest,
+        average={m: sum(getattr(t, m) for t in worked) // len(worked) for m in RATE_METRICS},
+        aggregate={m: sum(getattr(t, m) for t in worked) for m in RATE_METRICS},
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ThreadTotals:
     rank: int
     ops: int
@@ -49,14 +176,21 @@ class ThreadTotals:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PhaseResult:
     name: str
+    start_time: str = ""  # ISO 8601, UTC, milliseconds: the wall clock at the common start
     first_done: Totals
     last_done: Totals
     io_latency: LatencySummary
     entry_latency: LatencySummary | None = None  # dir mode only: per dir or whole file
     peak_inflight_ops: int
     threads: tuple[ThreadTotals, ...]
+    targets: tuple[TargetTotals, ...] = ()
+    intervals: tuple[IntervalStats, ...] = ()
     time_limited: bool = False
     interrupted: bool = False
+
+    @property
+    def target_report(self) -> TargetReport | None:
+        return target_report(self.targets)
 
 
 @dataclass(slots=True, kw_only=True)

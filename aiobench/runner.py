@@ -17,7 +17,7 @@ from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, PosixEngine
 from aiobench.errors import EXIT_IO_ERROR
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
-from aiobench.phases import RunContext, make_executor, run_phase
+from aiobench.phases import Observer, RunContext, make_executor, run_phase
 from aiobench.results import PhaseResult, RunResult
 from aiobench.targets import Layout, Resolved, filesystem_type, open_targets
 
@@ -64,6 +64,7 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
         "kernel": platform.release(),
         "python": platform.python_version(),
         "event_loop": loop_name,
+        "live_interval_ms": cfg.live_interval_ms,
         "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="milliseconds"
         ),
@@ -78,6 +79,8 @@ def run_benchmark(
     engine: Engine | None = None,
     on_phase: PhaseCallback | None = None,
     on_ready: Callable[[], None] | None = None,
+    observer: Observer | None = None,
+    meta: dict[str, object] | None = None,
 ) -> RunResult:
     """Open the targets and run every phase; never raises for I/O errors or signals.
 
@@ -85,7 +88,7 @@ def run_benchmark(
     measured (and after removing any file it created).
     """
     loop_name = event_loop_name()
-    result = RunResult(meta=run_meta(cfg, resolved, loop_name))
+    result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
     opened = open_targets(cfg, resolved.path_type)
     stop = threading.Event()
     try:
@@ -101,6 +104,8 @@ def run_benchmark(
         engine=engine or PosixEngine(),
         executor=executor,
         stop=stop,
+        observer=observer or Observer(),
+        live_interval_ns=cfg.live_interval_ms * 1_000_000,
     )
     kinds = phase_kinds(cfg, resolved)
     if on_ready is not None:

@@ -67,11 +67,17 @@ def bucket_indices(values: Int64Array) -> Int64Array:
 
 
 class LatencyRecorder:
-    """Per-slot latency store: exact min/max/sum/sum of squares plus HDR counts."""
+    """Per-slot latency store: exact min/max/sum/sum of squares plus HDR counts.
+
+    Values are kept raw and folded in bulk (every ~64k values, and before any read of the
+    totals: ``merge``, ``histogram``, ``summary``), so adding a run costs one array copy.
+    """
 
     def __init__(self) -> None:
         self.counts = np.zeros(GEOMETRY.counts_len, dtype=np.int64)
-        self._raw = np.empty(_FOLD_EVERY, dtype=np.int64)
+        # Raw values waiting to be folded; allocated on first use, since interval
+        # recorders are many and short-lived.
+        self._raw: Int64Array | None = None
         self._fill = 0
         self.count = 0
         self.min_ns = 0
@@ -80,33 +86,37 @@ class LatencyRecorder:
         self.sum_sq = 0.0
 
     def add(self, lat_ns: Int64Array) -> None:
+        """Keep ``lat_ns`` for the next fold: one copy, no reductions (called per run)."""
         n = int(lat_ns.size)
         if n == 0:
             return
-        lo, hi = int(lat_ns.min()), int(lat_ns.max())
-        self.min_ns = lo if self.count == 0 else min(self.min_ns, lo)
-        self.max_ns = max(self.max_ns, hi)
-        self.count += n
-        self.sum_ns += int(lat_ns.sum())
-        as_float = lat_ns.astype(np.float64)
-        # Not np.dot: it hands the product to OpenBLAS, whose worker thread then busy-waits
-        # between calls and takes a whole core away from the benchmark (measured: 22 % of
-        # a stat run's CPU samples). einsum computes it in the calling thread.
-        self.sum_sq += float(np.einsum("i,i->", as_float, as_float))
         if self._fill + n > _FOLD_EVERY:
             self.fold()
         if n > _FOLD_EVERY:
             self._fold_values(lat_ns)
             return
+        if self._raw is None:
+            self._raw = np.empty(_FOLD_EVERY, dtype=np.int64)
         self._raw[self._fill : self._fill + n] = lat_ns
         self._fill += n
 
     def fold(self) -> None:
-        if self._fill:
+        """Fold the kept values into the counts and the exact min/max/sums."""
+        if self._fill and self._raw is not None:
             self._fold_values(self._raw[: self._fill])
             self._fill = 0
 
     def _fold_values(self, values: Int64Array) -> None:
+        lo, hi = int(values.min()), int(values.max())
+        self.min_ns = lo if self.count == 0 else min(self.min_ns, lo)
+        self.max_ns = max(self.max_ns, hi)
+        self.count += int(values.size)
+        self.sum_ns += int(values.sum())
+        as_float = values.astype(np.float64)
+        # Not np.dot: it hands the product to OpenBLAS, whose worker thread then busy-waits
+        # between calls and takes a whole core away from the benchmark (measured: 22 % of
+        # a stat run's CPU samples). einsum computes it in the calling thread.
+        self.sum_sq += float(np.einsum("i,i->", as_float, as_float))
         self.counts += np.bincount(bucket_indices(values), minlength=GEOMETRY.counts_len)
 
     def merge(self, other: LatencyRecorder) -> None:
@@ -143,12 +153,14 @@ class LatencyRecorder:
             for p in PERCENTILES:
                 index = int(np.searchsorted(cumulative, h.get_target_count_at_percentile(p)))
                 points[p] = int(h.get_highest_equivalent_value(h.get_value_from_index(index)))
+        # Rounded once here, so the table and the JSON (and a table re-rendered from the
+        # JSON by `aiobench show`) use the same value.
         return LatencySummary(
             count=self.count,
             min_ns=self.min_ns,
             max_ns=self.max_ns,
-            mean_ns=mean,
-            stddev_ns=math.sqrt(max(var, 0.0)),
+            mean_ns=round(mean, 1),
+            stddev_ns=round(math.sqrt(max(var, 0.0)), 1),
             percentiles_ns=points,
             hdr=h.encode().decode("ascii") if self.count else "",
         )

@@ -22,6 +22,7 @@ import numpy as np
 from aiobench.dirmode import EntryRun, EntryStream
 from aiobench.engine import Engine, Job, SlotBuffer
 from aiobench.errors import BenchIOError
+from aiobench.intervals import IntervalSeries
 from aiobench.stats import Int64Array, LatencyRecorder
 from aiobench.workload import OpRun, OpStream
 
@@ -58,6 +59,7 @@ class PhaseShared:
     first_done_ns: int | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     error: BenchIOError | None = None
+    series: IntervalSeries | None = None
     inflight: int = 0
     peak_inflight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -70,11 +72,16 @@ class PhaseShared:
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """What one run completed: end instants of its units and of its block I/Os."""
+    """What one run completed: end instants and latencies of its units and block I/Os.
+
+    ``io_latency`` is None in file mode, where the units are the block I/Os.
+    """
 
     run: Run
     ends: Int64Array
     io_ends: Int64Array
+    latency: Int64Array
+    io_latency: Int64Array | None
 
     def totals_at(self, instant_ns: int) -> tuple[int, int, int] | None:
         """(ops, bytes, entries) of this run done by ``instant_ns``; None if all were."""
@@ -90,7 +97,8 @@ class Slot:
     """One in-flight position of a thread: its buffer, counters and latency stores.
 
     ``recorder`` holds I/O latency (every operation in file mode, every block in dir
-    mode); ``entry_recorder`` holds dir mode's per-entry latency.
+    mode); ``entry_recorder`` holds dir mode's per-entry latency. ``per_path`` counts
+    (ops, bytes, entries) per target when there are several.
     """
 
     buffer: SlotBuffer | None
@@ -106,6 +114,8 @@ class Slot:
         default_factory=lambda: deque(maxlen=_RING)
     )
     snapshot: tuple[int, int, int] | None = None
+    per_path: Int64Array | None = None
+    busy_since_ns: int = 0  # when the run now in the executor was handed over; 0 = idle
 
     @property
     def totals(self) -> tuple[int, int, int]:
@@ -149,12 +159,14 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
             shared.inflight -= 1
     ends, io_ends = _int64(raw.ends), _int64(raw.io_ends)
     unit_latency = ends - _int64(raw.starts)
+    io_latency = None
     if isinstance(run, EntryRun):
+        io_latency = io_ends - _int64(raw.io_starts)
         slot.entry_recorder.add(unit_latency)
-        slot.recorder.add(io_ends - _int64(raw.io_starts))
+        slot.recorder.add(io_latency)
     else:
         slot.recorder.add(unit_latency)
-    return Done(run, ends, io_ends), raw.error
+    return Done(run, ends, io_ends, unit_latency, io_latency), raw.error
 
 
 def _int64(values: list[int]) -> Int64Array:
@@ -164,7 +176,12 @@ def _int64(values: list[int]) -> Int64Array:
 
 def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
     before = slot.totals
-    ops, nbytes, entries = done.run.totals(int(done.ends.size), int(done.io_ends.size))
+    units, io_ops = int(done.ends.size), int(done.io_ends.size)
+    ops, nbytes, entries = done.run.totals(units, io_ops)
+    if slot.per_path is not None:
+        done.run.add_per_path(units, io_ops, slot.per_path)
+    if shared.series is not None:
+        shared.series.add(done.run, done.ends, done.io_ends, done.latency, done.io_latency)
     slot.ops += ops
     slot.bytes += nbytes
     slot.entries += entries
@@ -190,8 +207,10 @@ async def _run_slot(shared: PhaseShared, stream: Stream, slot: Slot, siblings: i
         slot.pending = None
         if run is None:
             return
+        slot.busy_since_ns = perf_counter_ns()
         done, error = await loop.run_in_executor(shared.executor, _execute, shared, slot, run)
         _account(shared, slot, done)
+        slot.busy_since_ns = 0
         if error is not None:
             shared.fail(error)
             return

@@ -30,6 +30,9 @@ class OpRun:
     path_index: int | list[int]
     offsets: list[int]
     length: int
+    # ``path_index`` as an array when it is a list (per-target counting without a
+    # conversion on the event loop).
+    path_array: IntArray | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -39,11 +42,24 @@ class OpRun:
         del io_ops  # file mode: the units are the I/O operations
         return units, units * self.length, 0
 
+    def add_per_path(self, units: int, io_ops: int, out: IntArray) -> None:
+        """Add the (ops, bytes, entries) of the first ``units`` operations to ``out[path]``."""
+        del io_ops
+        if isinstance(self.path_index, int):
+            out[self.path_index, :2] += (units, units * self.length)
+            return
+        array = self.path_array if self.path_array is not None else np.asarray(self.path_index)
+        counts = np.bincount(array[:units], minlength=out.shape[0])
+        out[:, 0] += counts
+        out[:, 1] += counts * self.length
+
     def after(self, done: int) -> OpRun:
         """The operations of this run that come after the first ``done``."""
-        index = self.path_index
+        index, array = self.path_index, self.path_array
         rest = index if isinstance(index, int) else index[done:]
-        return OpRun(rest, self.offsets[done:], self.length)
+        return OpRun(
+            rest, self.offsets[done:], self.length, None if array is None else array[done:]
+        )
 
 
 class Permutation:
@@ -154,11 +170,12 @@ class OpStream:
         bs = self.layout.block_size
         blocks = self._blocks(count) + self.part.first_block
         path_index: int | list[int]
+        path_array: IntArray | None = None
         if self._single_path is not None:
             path_index = self._single_path
             index: IntArray | int = self._single_path
         else:
-            index = np.searchsorted(self._cum, blocks, side="right") - 1
+            index = path_array = np.searchsorted(self._cum, blocks, side="right") - 1
             path_index = index.tolist()
         offsets = (blocks - self._cum[index]) * bs
         if not self.aligned:
@@ -166,7 +183,7 @@ class OpStream:
             # inside its path.
             jitter = self.rng.integers(0, bs, size=count, dtype=np.int64)
             offsets = np.minimum(offsets + jitter, self._sizes[index] - bs)
-        return OpRun(path_index, offsets.tolist(), bs)
+        return OpRun(path_index, offsets.tolist(), bs, path_array)
 
 
 def ops_per_thread(

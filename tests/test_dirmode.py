@@ -123,7 +123,8 @@ def test_run_totals_count_the_short_last_block() -> None:
 
 def test_snapshot_inside_a_run_counts_entries_and_blocks_separately() -> None:
     run = EntryRun(0, ["a", "b"], size=8192, block=4096)
-    done = Done(run, np.array([100, 200]), np.array([40, 90, 140, 190]))
+    ends, io_ends = np.array([100, 200]), np.array([40, 90, 140, 190])
+    done = Done(run, ends, io_ends, ends - 10, io_ends - 10)
     assert done.totals_at(150) == (3, 3 * 4096, 1)
     assert done.totals_at(99) == (2, 8192, 0)
     assert done.totals_at(200) is None  # the whole run was done by then

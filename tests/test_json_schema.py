@@ -30,7 +30,9 @@ FIO_POINTS = [
     "1", "5", "10", "20", "30", "40", "50", "60", "70", "80",
     "90", "95", "99", "99.5", "99.9", "99.95", "99.99",
 ]  # fmt: skip
-TOTALS_KEYS = {"elapsed_ns", "ops", "bytes", "entries", "iops", "bytes_per_s", "entries_per_s"}
+TOTALS_KEYS = {
+    "elapsed_ns", "ops", "bytes", "entries", "iops", "bytes_per_s", "entries_per_s", "cpu_percent",
+}  # fmt: skip
 MIB = 1 << 20
 Doc = dict[str, Any]
 
@@ -97,10 +99,17 @@ def test_schema_is_draft_2020_12_and_strict() -> None:
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     defs = schema["$defs"]
-    for name in ("phase", "totals", "latency", "percentiles", "thread", "io_error"):
+    strict = ["document", "phase", "totals", "latency", "percentiles", "thread", "io_error"]
+    strict += ["interval", "target", "per_target", "phase_record", "interval_record"]
+    for name in strict:
         assert defs[name]["additionalProperties"] is False, name
     assert defs["percentiles"]["required"] == [f"{p:g}" for p in PERCENTILES] == FIO_POINTS
-    assert schema["properties"]["schema_version"] == {"const": 1}
+    assert defs["document"]["properties"]["schema_version"] == {"const": 2}
+    assert [branch["$ref"] for branch in schema["oneOf"]] == [
+        "#/$defs/document",
+        "#/$defs/phase_record",
+        "#/$defs/interval_record",
+    ]
 
 
 def test_write_read_document_validates(
@@ -109,7 +118,7 @@ def test_write_read_document_validates(
     doc = run_json(run_cli, tmp_path, "-w", "-r", "-b", "64k", "-t", "2", "-s", "1m", "f1", "f2")
     assert errors_of(validator, doc) == []
     assert next(iter(doc)) == "schema_version"
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["interrupted"] is False and doc["error"] is None
     assert [p["phase"] for p in doc["phases"]] == ["WRITE", "READ"]
     for phase in doc["phases"]:
@@ -291,8 +300,19 @@ MUTATIONS: dict[str, Callable[[Doc], None]] = {
     "extra-percentile": _set([*IO, "percentiles_ns", "75"], 1),
     "percentile-as-string": _set([*IO, "percentiles_ns", "50"], "132607"),
     "extra-thread-key": _set(["phases", 0, "threads", 0, "cpu"], 1),
-    "schema-version-2": _set(["schema_version"], 2),
-    "schema-version-string": _set(["schema_version"], "1"),
+    "schema-version-1": _set(["schema_version"], 1),
+    "schema-version-string": _set(["schema_version"], "2"),
+    "record-key-on-document": _set(["record"], "phase"),
+    "missing-intervals": _delete(["phases", 0, "intervals"]),
+    "interval-ops-as-float": _set(["phases", 0, "intervals", 0, "ops"], 1.5),
+    "interval-percent-above-100": _set(["phases", 0, "intervals", 0, "done_percent"], 101),
+    "interval-without-latency": _delete(["phases", 0, "intervals", 0, "latency"]),
+    "missing-per-target": _delete(["phases", 0, "per_target"]),
+    "target-without-path": _delete(["phases", 0, "per_target", "targets", 0, "path"]),
+    "unknown-target-metric": _set(["phases", 0, "per_target", "metric"], "mib_per_s"),
+    "min-target-without-path": _delete(["phases", 0, "per_target", "min", "path"]),
+    "cpu-percent-above-100": _set(["phases", 0, "last_done", "cpu_percent"], 101),
+    "missing-phase-start": _delete(["phases", 0, "start_time"]),
     "interrupted-as-string": _set(["interrupted"], "false"),
     "missing-interrupted": _delete(["interrupted"]),
     "error-as-string": _set(["error"], "EIO"),

@@ -42,9 +42,14 @@ def parse_table(stdout: str) -> dict[str, dict[str, tuple[str, str]]]:
     assert stdout.startswith(HEADER), stdout[:200]
     blocks: dict[str, dict[str, tuple[str, str]]] = {}
     current: dict[str, tuple[str, str]] | None = None
+    in_targets = False  # the per-target report has its own layout (tests/test_pertarget.py)
     for line in stdout[len(HEADER) :].splitlines():
         if line == "---":
-            current = None
+            current, in_targets = None, False
+            continue
+        if in_targets or line[12:29].strip() == "per target":
+            assert current is None, "per-target report inside a phase block"
+            in_targets = True
             continue
         if LATENCY_ROW.fullmatch(line) or PERCENT_ROW.fullmatch(line):
             assert current is not None, line

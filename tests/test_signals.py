@@ -79,7 +79,16 @@ def command(workload: str, tmp_path: Path, out: Path) -> list[str]:
         files = [sparse_file(tmp_path / f"file{i}", 64 * MIB) for i in range(1, 5)]
         opts = "-r -b 4k -t 16 --iodepth 16 --direct --rand --randamount 64g --timelimit 60"
         args = [*opts.split(), *files]
-    return [sys.executable, "-m", "aiobench", *args, "--nolive", "--json", str(out)]
+    return [
+        sys.executable,
+        "-m",
+        "aiobench",
+        *args,
+        "--nolive",
+        "--nopertarget",
+        "--json",
+        str(out),
+    ]
 
 
 @pytest.mark.parametrize(("signum", "workload"), CASES)

@@ -62,8 +62,8 @@ def test_percentiles_agree_with_exact_within_hdr_precision(seed: int) -> None:
         assert abs(got - exact) <= exact * 1e-3 + 1, (p, got, exact)
     assert summary.min_ns == values.min()
     assert summary.max_ns == values.max()
-    assert summary.mean_ns == pytest.approx(values.mean())
-    assert summary.stddev_ns == pytest.approx(values.std(), rel=1e-6)
+    assert summary.mean_ns == pytest.approx(values.mean(), abs=0.05)  # rounded to 0.1 ns
+    assert summary.stddev_ns == pytest.approx(values.std(), abs=0.05)
     decoded = HdrHistogram.decode(summary.hdr)
     assert decoded.get_total_count() == values.size
 

@@ -7,7 +7,14 @@ import os
 import secrets
 from typing import Any
 
-from aiobench.results import SCHEMA_VERSION, PhaseResult, RunResult, Totals
+from aiobench.results import (
+    SCHEMA_VERSION,
+    IntervalStats,
+    PhaseResult,
+    RunResult,
+    TargetTotals,
+    Totals,
+)
 from aiobench.stats import LatencySummary
 
 
@@ -20,6 +27,7 @@ def _totals(t: Totals) -> dict[str, int]:
         "iops": t.iops,
         "bytes_per_s": t.bytes_per_s,
         "entries_per_s": t.entries_per_s,
+        "cpu_percent": t.cpu_percent,
     }
 
 
@@ -39,12 +47,67 @@ def latency_dict(lat: LatencySummary) -> dict[str, Any]:
     }
 
 
+def _latencies(io: LatencySummary, entries: LatencySummary | None) -> dict[str, Any]:
+    out = {"io": latency_dict(io)}
+    if entries is not None:
+        out["entries"] = latency_dict(entries)
+    return out
+
+
+def interval_dict(iv: IntervalStats) -> dict[str, Any]:
+    return {
+        "index": iv.index,
+        "start_ns": iv.start_ns,
+        "end_ns": iv.end_ns,
+        "ops": iv.ops,
+        "bytes": iv.bytes,
+        "entries": iv.entries,
+        "iops": iv.iops,
+        "bytes_per_s": iv.bytes_per_s,
+        "entries_per_s": iv.entries_per_s,
+        "done_ops": iv.done_ops,
+        "done_bytes": iv.done_bytes,
+        "done_entries": iv.done_entries,
+        "done_percent": iv.done_percent,
+        "active_threads": iv.active_threads,
+        "cpu_percent": iv.cpu_percent,
+        "latency": _latencies(iv.io_latency, iv.entry_latency),
+    }
+
+
+def _target(t: TargetTotals) -> dict[str, Any]:
+    return {
+        "index": t.index,
+        "path": t.path,
+        "ops": t.ops,
+        "bytes": t.bytes,
+        "entries": t.entries,
+        "elapsed_ns": t.elapsed_ns,
+        **t.rates(),
+    }
+
+
+def per_target_dict(phase: PhaseResult) -> dict[str, Any]:
+    report = phase.target_report
+    out: dict[str, Any] = {"targets": [_target(t) for t in phase.targets]}
+    if report is None:
+        return out | dict.fromkeys(("metric", "min", "max", "average", "aggregate"))
+    return out | {
+        "metric": report.metric,
+        "min": {"index": report.slowest.index, "path": report.slowest.path}
+        | report.slowest.rates(),
+        "max": {"index": report.fastest.index, "path": report.fastest.path}
+        | report.fastest.rates(),
+        "average": report.average,
+        "aggregate": report.aggregate,
+    }
+
+
 def phase_dict(phase: PhaseResult) -> dict[str, Any]:
-    latency = {"io": latency_dict(phase.io_latency)}
-    if phase.entry_latency is not None:
-        latency["entries"] = latency_dict(phase.entry_latency)
+    latency = _latencies(phase.io_latency, phase.entry_latency)
     return {
         "phase": phase.name,
+        "start_time": phase.start_time,
         "first_done": _totals(phase.first_done),
         "last_done": _totals(phase.last_done),
         "latency": latency,
@@ -61,6 +124,8 @@ def phase_dict(phase: PhaseResult) -> dict[str, Any]:
             }
             for t in phase.threads
         ],
+        "per_target": per_target_dict(phase),
+        "intervals": [interval_dict(iv) for iv in phase.intervals],
     }
 
 
@@ -74,6 +139,32 @@ def result_dict(result: RunResult) -> dict[str, Any]:
 
 def dumps(result: RunResult) -> str:
     return json.dumps(result_dict(result), indent=2) + "\n"
+
+
+def phase_record(meta: dict[str, Any], phase: PhaseResult, iso_date: str) -> str:
+    """One ``--jsonfile`` line: a phase with the run's metadata (NDJSON)."""
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "record": "phase",
+        "iso_date": iso_date,
+        "label": meta.get("label", ""),
+        "meta": meta,
+        "phase": phase_dict(phase),
+    }
+    return json.dumps(record, separators=(",", ":")) + "\n"
+
+
+def interval_record(label: str, phase: str, iv: IntervalStats, iso_date: str) -> str:
+    """One ``--livejson`` line: an interval of a phase (NDJSON)."""
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "record": "interval",
+        "iso_date": iso_date,
+        "label": label,
+        "phase": phase,
+        **interval_dict(iv),
+    }
+    return json.dumps(record, separators=(",", ":")) + "\n"
 
 
 def write_atomically(path: str, text: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiobench.results import PhaseResult
+from aiobench.results import PhaseResult, TargetTotals
 from aiobench.stats import TABLE_PERCENTILES, LatencySummary
 from aiobench.units import MIB, format_elapsed, format_latency, format_us
 
@@ -63,5 +63,56 @@ def phase_block(phase: PhaseResult) -> str:
     return out + latency_rows("IO", phase.io_latency) + SEPARATOR
 
 
-def render_table(phases: list[PhaseResult]) -> str:
-    return HEADER + "".join(phase_block(p) for p in phases)
+def _target_columns(phase: PhaseResult) -> list[tuple[str, str]]:
+    """(title, rate key) of the per-target columns this phase has counts for."""
+    last = phase.last_done
+    columns = []
+    if last.bytes:
+        columns.append(("MiB/s", "bytes_per_s"))
+    if last.entries:
+        columns.append((f"{entry_label(phase)}/s", "entries_per_s"))
+    if last.ops:
+        columns.append(("IOPS", "iops"))
+    return columns
+
+
+def _target_row(name: str, rates: dict[str, int], columns: list[tuple[str, str]], tail: str) -> str:
+    cells = "".join(
+        f" {rates[key] // MIB if key == 'bytes_per_s' else rates[key]:>10}" for _, key in columns
+    )
+    return f"{'':<11} {name:<17}:{cells}{tail}\n".rstrip() + "\n"
+
+
+def target_block(phase: PhaseResult) -> str:
+    """beegfs-ctl --storagebench's report for one phase: min, max, average, aggregate, list.
+
+    Each target's rates are over its slowest thread; min and max are picked by throughput
+    (else entries/s, else IOPS) and name the target. Empty when no target had work.
+    """
+    report = phase.target_report
+    if report is None:
+        return ""
+    columns = _target_columns(phase)
+
+    def where(t: TargetTotals) -> str:
+        return f"  {format_elapsed(t.elapsed_ns):>9}  #{t.index} {t.path}"
+
+    titles = "".join(f" {title:>10}" for title, _ in columns)
+    out = f"{phase.name:<11} {'per target':<17}:{titles}  {'Elapsed':>9}  Target\n"
+    out += _target_row("Min", report.slowest.rates(), columns, where(report.slowest))
+    out += _target_row("Max", report.fastest.rates(), columns, where(report.fastest))
+    out += _target_row("Average", report.average, columns, "")
+    out += _target_row("Aggregate", report.aggregate, columns, "")
+    for t in phase.targets:
+        tail = f"  {format_elapsed(t.elapsed_ns):>9}  {t.path}"
+        out += _target_row(f"#{t.index}", t.rates(), columns, tail)
+    return out + SEPARATOR
+
+
+def phase_text(phase: PhaseResult, pertarget: bool) -> str:
+    """A phase's block, followed by its per-target report when asked for."""
+    return phase_block(phase) + (target_block(phase) if pertarget else "")
+
+
+def render_table(phases: list[PhaseResult], pertarget: bool = False) -> str:
+    return HEADER + "".join(phase_text(p, pertarget) for p in phases)

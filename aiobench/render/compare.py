@@ -1,0 +1,143 @@
+"""``aiobench compare A.json B.json``: per phase and metric the ratio B/A, with a noise check; pure.
+
+A run's own noise is how much its interval rates (or interval latencies) spread: the
+coefficient of variation over its full-length intervals. When the change from A to B is
+no larger than the noisier run's spread, the table says it is within noise, since a rerun
+of either could differ that much. With fewer than three full intervals the noise is
+unknown and the table says so (a shorter ``--liveint`` gives more intervals).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiobench.render.table import entry_label
+from aiobench.results import IntervalStats, PhaseResult, RunResult
+from aiobench.units import MIB, format_elapsed, format_latency
+
+MIN_INTERVALS = 3
+TIMES = "\u00d7"  # the multiplication sign of "1.00x"
+
+
+@dataclass(frozen=True, slots=True)
+class _Metric:
+    name: str
+    value: Callable[[PhaseResult], float]
+    per_interval: Callable[[IntervalStats], float] | None
+    show: Callable[[float], str]
+
+
+def _metrics(phase: PhaseResult) -> list[_Metric]:
+    last = phase.last_done
+    out = [
+        _Metric(
+            "Elapsed (last done)",
+            lambda p: p.last_done.elapsed_ns,
+            None,
+            lambda v: format_elapsed(int(v)),
+        )
+    ]
+    if last.entries:
+        out.append(
+            _Metric(
+                f"{entry_label(phase)}/s",
+                lambda p: p.last_done.entries_per_s,
+                lambda iv: iv.entries_per_s,
+                lambda v: f"{v:.0f}",
+            )
+        )
+    if last.ops:
+        out.append(_Metric("IOPS", lambda p: p.last_done.iops, lambda iv: iv.iops, "{:.0f}".format))
+    if last.bytes:
+        out.append(
+            _Metric(
+                "Throughput MiB/s",
+                lambda p: p.last_done.bytes_per_s / MIB,
+                lambda iv: iv.bytes_per_s / MIB,
+                "{:.0f}".format,
+            )
+        )
+    if phase.io_latency.count:
+        out += [_latency_metric(point) for point in (50, 99)]
+    return out
+
+
+def _latency_metric(point: int) -> _Metric:
+    def whole(p: PhaseResult) -> float:
+        return p.io_latency.percentiles_ns[point]
+
+    def interval(iv: IntervalStats) -> float:
+        return iv.io_latency.percentiles_ns[point] if iv.io_latency.count else math.nan
+
+    return _Metric(f"IO latency p{point}", whole, interval, format_latency)
+
+
+def interval_noise(
+    phase: PhaseResult, per_interval: Callable[[IntervalStats], float]
+) -> float | None:
+    """Coefficient of variation of a metric over the phase's full-length intervals."""
+    if not phase.intervals:
+        return None
+    length = phase.intervals[0].end_ns - phase.intervals[0].start_ns
+    values = [per_interval(iv) for iv in phase.intervals if iv.end_ns - iv.start_ns == length]
+    values = [v for v in values if not math.isnan(v)]  # intervals without a sample
+    if len(values) < MIN_INTERVALS:
+        return None
+    mean = statistics.fmean(values)
+    if mean <= 0:
+        return None
+    return statistics.pstdev(values) / mean
+
+
+def _pairs(a: RunResult, b: RunResult) -> list[tuple[str, PhaseResult, PhaseResult]]:
+    """Phases of the same name, matched in order of appearance."""
+    seen: dict[str, int] = {}
+    out = []
+    for phase in a.phases:
+        nth = seen.get(phase.name, 0)
+        seen[phase.name] = nth + 1
+        same = [p for p in b.phases if p.name == phase.name]
+        if nth < len(same):
+            label = phase.name if nth == 0 else f"{phase.name}#{nth + 1}"
+            out.append((label, phase, same[nth]))
+    return out
+
+
+def _describe(run: RunResult) -> str:
+    meta = run.meta
+    label = meta.get("label") or ""
+    command = " ".join(str(c) for c in meta.get("command", []))  # type: ignore[attr-defined]
+    parts = [str(meta.get("start_time", "")), f"label '{label}'" if label else "", command]
+    return "  ".join(p for p in parts if p)
+
+
+def render_compare(a: RunResult, b: RunResult, name_a: str, name_b: str) -> str:
+    pairs = _pairs(a, b)
+    lines = [f"A: {name_a}  {_describe(a)}", f"B: {name_b}  {_describe(b)}", ""]
+    header = f"{'PHASE':<11} {'METRIC':<20} {'A':>12} {'B':>12} {'B/A':>8}  NOTE"
+    lines += [header, "=" * len(header)]
+    for label, pa, pb in pairs:
+        for metric in _metrics(pa):
+            va, vb = metric.value(pa), metric.value(pb)
+            ratio = f"{vb / va:.2f}{TIMES}" if va else "-"
+            note = ""
+            if metric.per_interval is not None and va:
+                noise = [interval_noise(p, metric.per_interval) for p in (pa, pb)]
+                if None in noise:
+                    note = f"noise unknown (fewer than {MIN_INTERVALS} full intervals)"
+                else:
+                    spread = max(n for n in noise if n is not None)
+                    if abs(vb / va - 1) <= spread:
+                        note = f"warning: within noise (runs vary by {100 * spread:.1f}%)"
+            lines.append(
+                f"{label:<11} {metric.name:<20} {metric.show(va):>12} {metric.show(vb):>12} "
+                f"{ratio:>8}  {note}".rstrip()
+            )
+    return "\n".join(lines) + "\n"
+
+
+def common_phases(a: RunResult, b: RunResult) -> int:
+    return len(_pairs(a, b))

@@ -1,0 +1,195 @@
+"""CSV rows: ``--csvfile`` (elbencho's 55 columns, then percentiles) and ``--livecsv``; pure.
+
+Columns keep elbencho's names and order, so existing spreadsheets and scripts read them;
+aiobench's own columns come after. Values are written with Python's csv module (RFC 4180
+quoting), and the command is one shell-quoted string.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from aiobench import __version__
+from aiobench.results import IntervalStats, PhaseResult
+from aiobench.stats import PERCENTILES, LatencySummary
+from aiobench.units import MIB, NS_PER_MS, NS_PER_US
+
+_FIRST_LAST = ("[first]", "[last]")
+_MIN_AVG_MAX = ("[min]", "[avg]", "[max]")
+
+
+def _pairs(*names: str) -> list[str]:
+    return [f"{name} {which}" for name in names for which in _FIRST_LAST]
+
+
+def _lat(prefix: str) -> list[str]:
+    return [f"{prefix} lat us {which}" for which in _MIN_AVG_MAX]
+
+
+_RESULT_COLUMNS = [
+    "ISO date", "label", "path type", "paths", "hosts", "threads", "dirs", "files",
+    "file size", "block size", "direct IO", "random", "random aligned", "IO depth",
+    "shared paths", "truncate", "operation",
+    *_pairs("time ms", "entries/s", "IOPS", "MiB/s", "CPU%", "entries", "MiB"),
+    *_lat("Ent"), *_lat("IO"),
+    *_pairs(*(f"rwmix read {n}" for n in ("entries/s", "IOPS", "MiB/s", "entries", "MiB"))),
+    *_lat("rwmix read Ent"), *_lat("rwmix read IO"),
+    "version", "command",
+]  # fmt: skip
+# elbencho has 55 columns; aiobench adds the percentiles of each latency.
+ELBENCHO_RESULT_COLUMNS = 55
+RESULT_HEADER = [
+    *_RESULT_COLUMNS,
+    *(f"IO lat us [p{p:g}]" for p in PERCENTILES),
+    *(f"Ent lat us [p{p:g}]" for p in PERCENTILES),
+]
+
+_LIVE_ELBENCHO = [
+    "ISO Date", "Label", "Phase", "RuntimeMS", "Rank", "MixType", "Done%", "DoneBytes",
+    "MiB/s", "IOPS", "Entries", "Entries/s", "Lat Ent us", "Lat IO us", "Active", "CPU",
+    "Service",
+]  # fmt: skip
+# Latency over time: each interval's own distribution (elbencho has only the average).
+_LIVE_POINTS = ("min", "p50", "p99", "p99.9", "max")
+LIVE_HEADER = [
+    *_LIVE_ELBENCHO,
+    *(f"IO lat us [{p}]" for p in _LIVE_POINTS),
+    *(f"Ent lat us [{p}]" for p in _LIVE_POINTS),
+]
+
+
+def elbencho_date(moment: datetime.datetime) -> str:
+    """Local time as elbencho prints it: ``2026-11-30T13:31:33.840+0000``."""
+    local = moment.astimezone()
+    return (
+        local.strftime("%Y-%m-%dT%H:%M:%S.")
+        + f"{local.microsecond // 1000:03d}"
+        + (local.strftime("%z"))
+    )
+
+
+def line(cells: Sequence[object]) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(cells)
+    return out.getvalue()
+
+
+def _us(ns: float) -> str:
+    """Whole microseconds, truncated, as elbencho's lat columns."""
+    return str(int(ns) // NS_PER_US)
+
+
+def _us_fine(ns: float) -> str:
+    return f"{ns / NS_PER_US:.3f}"
+
+
+def _if(count: int, value: object) -> str:
+    return str(value) if count else ""
+
+
+def _config_cells(meta: dict[str, Any]) -> list[str]:
+    cfg: dict[str, Any] = meta["config"]
+    path_type = meta["path_type"]
+    dir_mode = path_type == "dir"
+    sizes = meta.get("sizes_bytes") or [0]
+    return [
+        str(meta.get("label", "")).replace(",", " "),
+        path_type,
+        str(len(meta["paths"])),
+        "1",
+        str(cfg["threads"]),
+        str(1 if cfg.get("dirs") is None else cfg["dirs"]) if dir_mode else "",
+        str(1 if cfg.get("files") is None else cfg["files"]) if dir_mode else "",
+        str(sizes[0]),
+        str(meta["block_size_bytes"]),
+        str(int(cfg.get("direct", False))),
+        str(int(cfg.get("rand", False))),
+        str(int(not cfg.get("norandalign", False))) if cfg.get("rand") else "",
+        str(cfg["iodepth"]),
+        "",
+        "" if path_type == "blockdev" else "0",
+    ]
+
+
+def _latency_cells(lat: LatencySummary | None) -> list[str]:
+    if lat is None or not lat.count:
+        return ["", "", ""]
+    return [_us(lat.min_ns), _us(lat.mean_ns), _us(lat.max_ns)]
+
+
+def _percentile_cells(lat: LatencySummary | None) -> list[str]:
+    if lat is None or not lat.count:
+        return [""] * len(PERCENTILES)
+    return [_us_fine(lat.percentiles_ns[p]) for p in PERCENTILES]
+
+
+def result_row(meta: dict[str, Any], phase: PhaseResult) -> list[str]:
+    """One ``--csvfile`` row for a phase, in :data:`RESULT_HEADER` order."""
+    first, last = phase.first_done, phase.last_done
+    moment = datetime.datetime.fromisoformat(phase.start_time or str(meta["start_time"]))
+    row = [
+        elbencho_date(moment),
+        *_config_cells(meta),
+        phase.name,
+        str(first.elapsed_ns // NS_PER_MS),
+        str(last.elapsed_ns // NS_PER_MS),
+        _if(last.entries, first.entries_per_s),
+        _if(last.entries, last.entries_per_s),
+        _if(last.ops, first.iops),
+        _if(last.ops, last.iops),
+        _if(last.bytes, first.bytes_per_s // MIB),
+        _if(last.bytes, last.bytes_per_s // MIB),
+        str(first.cpu_percent),
+        str(last.cpu_percent),
+        _if(last.entries, first.entries),
+        _if(last.entries, last.entries),
+        _if(last.bytes, first.bytes // MIB),
+        _if(last.bytes, last.bytes // MIB),
+        *_latency_cells(phase.entry_latency),
+        *_latency_cells(phase.io_latency),
+        *[""] * 16,  # rwmix read columns: no rwmix phases yet
+        str(meta.get("aiobench_version", __version__)),
+        shlex.join(str(a) for a in meta.get("command", [])),
+        *_percentile_cells(phase.io_latency),
+        *_percentile_cells(phase.entry_latency),
+    ]
+    return row
+
+
+def _live_latency_cells(lat: LatencySummary | None) -> list[str]:
+    if lat is None or not lat.count:
+        return [""] * len(_LIVE_POINTS)
+    p = lat.percentiles_ns
+    return [_us_fine(v) for v in (lat.min_ns, p[50], p[99], p[99.9], lat.max_ns)]
+
+
+def live_row(label: str, phase: str, iv: IntervalStats, moment: datetime.datetime) -> list[str]:
+    """One ``--livecsv`` row: an interval of a phase, in :data:`LIVE_HEADER` order."""
+    entries = iv.entry_latency is not None
+    ent_avg = _us(iv.entry_latency.mean_ns) if iv.entry_latency is not None else "0"
+    return [
+        elbencho_date(moment),
+        label.replace(",", " "),
+        phase,
+        str(iv.end_ns // NS_PER_MS),
+        "Total",
+        "",
+        str(iv.done_percent),
+        str(iv.done_bytes),
+        str(iv.bytes_per_s // MIB),
+        str(iv.iops),
+        str(iv.done_entries if entries else 0),
+        str(iv.entries_per_s if entries else 0),
+        ent_avg,
+        _us(iv.io_latency.mean_ns),
+        str(iv.active_threads),
+        str(iv.cpu_percent),
+        "",
+        *_live_latency_cells(iv.io_latency),
+        *_live_latency_cells(iv.entry_latency),
+    ]

@@ -1,0 +1,294 @@
+"""The ``--plot`` PNG: throughput, interval latency and latency percentiles from the JSON document.
+
+Consumes the parsed ``--json`` document (not the live result model), so a saved result can be
+plotted later. matplotlib is an optional dependency: it is imported only when a plot is drawn,
+always with the Agg canvas and never through pyplot's global state.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from aiobench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+MIB = 1 << 20
+# figsize is given in inches; at 100 dpi the PNG is exactly width_px x height_px.
+DPI = 100
+# The percentile axis reaches at least 99.999 % (x = 10^5), the usual HDR spectrum chart.
+MIN_NINES = 5
+# Phases whose entries are directories; the other dir-mode phases count files.
+DIR_PHASES = ("MKDIRS", "RMDIRS")
+# Long command lines would push the title past the figure edge.
+TITLE_MAX_CHARS = 110
+MISSING_MATPLOTLIB = "plot needs matplotlib: pip install 'aiobench[plot]'"
+
+
+class _Series(NamedTuple):
+    label: str
+    unit: str
+    x: list[float]
+    y: list[float]
+
+
+def render_plot(
+    doc: dict[str, Any], out_path: str, *, width_px: int = 1200, height_px: int = 800
+) -> None:
+    """Write a PNG of exactly ``width_px`` x ``height_px`` pixels plotting ``doc`` to ``out_path``.
+
+    Three stacked panels: throughput per interval, p50/p99 latency per interval, and each
+    phase's whole latency percentile spectrum. A document without phases or intervals gives a
+    PNG that says "no data".
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ConfigError(MISSING_MATPLOTLIB) from exc
+
+    fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    fig.suptitle(_title(doc.get("meta") or {}), fontsize="medium", wrap=True)
+    phases: list[dict[str, Any]] = list(doc.get("phases") or [])
+    if not any(p.get("intervals") for p in phases):
+        fig.text(0.5, 0.5, "no data", ha="center", va="center", fontsize="xx-large")
+    else:
+        names = _phase_names(phases)
+        colors = [f"C{i % 10}" for i in range(len(phases))]
+        _throughput_panel(fig.add_subplot(3, 1, 1), phases, names, colors)
+        _interval_latency_panel(fig.add_subplot(3, 1, 2), phases, names, colors)
+        _spectrum_panel(fig.add_subplot(3, 1, 3), phases, names, colors)
+    # No bbox_inches="tight": it would crop the canvas and change the pixel size.
+    fig.savefig(out_path, format="png", dpi=DPI)
+
+
+def _title(meta: dict[str, Any]) -> str:
+    what = str(meta.get("label") or " ".join(str(a) for a in meta.get("command") or []))
+    if len(what) > TITLE_MAX_CHARS:
+        what = what[: TITLE_MAX_CHARS - 1] + "…"
+    where = " ".join(s for s in (str(meta.get("host") or ""), _when(meta)) if s)
+    return f"aiobench: {what or 'run'}" + (f" — {where}" if where else "")
+
+
+def _when(meta: dict[str, Any]) -> str:
+    raw = str(meta.get("start_time") or "")
+    try:
+        stamp = datetime.datetime.fromisoformat(raw)
+    except ValueError:
+        return raw
+    # Seconds are enough in a title; the offset is kept so the time is unambiguous.
+    return stamp.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+
+
+def _phase_names(phases: Sequence[dict[str, Any]]) -> list[str]:
+    """Legend names: the phase name, with ``#2``, ``#3`` on repeats so lines stay apart."""
+    seen: dict[str, int] = {}
+    names = []
+    for phase in phases:
+        name = str(phase.get("phase", "?"))
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return names
+
+
+def _seconds(interval: dict[str, Any]) -> float:
+    return float(interval.get("end_ns", 0)) / 1e9
+
+
+def _rate_series(phase: dict[str, Any], name: str) -> _Series | None:
+    """The rate that means something for a phase that moved no bytes, or None."""
+    intervals = phase.get("intervals") or []
+    x = [_seconds(iv) for iv in intervals]
+    entries = [float(iv.get("entries_per_s", 0)) for iv in intervals]
+    if any(entries):
+        unit = "dirs/s" if phase.get("phase") in DIR_PHASES else "files/s"
+        return _Series(f"{name} {unit}", unit, x, entries)
+    iops = [float(iv.get("iops", 0)) for iv in intervals]
+    if any(iops):
+        return _Series(f"{name} IOPS", "IOPS", x, iops)
+    return None
+
+
+def _throughput_panel(
+    ax: Axes, phases: Sequence[dict[str, Any]], names: Sequence[str], colors: Sequence[str]
+) -> None:
+    ax.set_title("Throughput per interval", fontsize="medium")
+    ax.set_xlabel("time since phase start (s)")
+    byte_series: list[tuple[_Series, str]] = []
+    rate_series: list[tuple[_Series, str]] = []
+    for phase, name, color in zip(phases, names, colors, strict=True):
+        intervals = phase.get("intervals") or []
+        if any(iv.get("bytes", 0) for iv in intervals):
+            x = [_seconds(iv) for iv in intervals]
+            y = [float(iv.get("bytes_per_s", 0)) / MIB for iv in intervals]
+            byte_series.append((_Series(name, "MiB/s", x, y), color))
+        else:
+            rate = _rate_series(phase, name)
+            if rate is not None:
+                rate_series.append((rate, color))
+    if not byte_series and not rate_series:
+        _empty(ax, "no throughput data")
+        return
+    # MiB/s owns the left axis when any phase moved bytes; counted rates then go on a
+    # second axis, since files/s and MiB/s share no scale.
+    rate_ax = ax.twinx() if byte_series and rate_series else ax
+    for series, color in byte_series:
+        ax.plot(series.x, series.y, color=color, marker="o", markersize=3, label=series.label)
+    for series, color in rate_series:
+        rate_ax.plot(
+            series.x,
+            series.y,
+            color=color,
+            linestyle="--",
+            marker="s",
+            markersize=3,
+            label=series.label,
+        )
+    if byte_series:
+        ax.set_ylabel("MiB/s")
+    rate_units = sorted({s.unit for s, _ in rate_series})
+    if rate_units:
+        rate_ax.set_ylabel(", ".join(rate_units))
+    ax.set_ylim(bottom=0)
+    rate_ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    ax.grid(True, alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if rate_ax is not ax:
+        more_handles, more_labels = rate_ax.get_legend_handles_labels()
+        handles += more_handles
+        labels += more_labels
+    ax.legend(handles, labels, fontsize="small", loc="best")
+
+
+def _interval_latency_panel(
+    ax: Axes, phases: Sequence[dict[str, Any]], names: Sequence[str], colors: Sequence[str]
+) -> None:
+    ax.set_title("IO latency per interval (p50 solid, p99 dashed)", fontsize="medium")
+    ax.set_xlabel("time since phase start (s)")
+    # One legend entry per phase (its p50 line); the title tells the two styles apart.
+    legend: dict[str, Any] = {}
+    for phase, name, color in zip(phases, names, colors, strict=True):
+        for point, style in (("50", "-"), ("99", "--")):
+            x: list[float] = []
+            y: list[float] = []
+            for iv in phase.get("intervals") or []:
+                lat = (iv.get("latency") or {}).get("io") or {}
+                value = (lat.get("percentiles_ns") or {}).get(point, 0)
+                if lat.get("count", 0) and value > 0:
+                    x.append(_seconds(iv))
+                    y.append(value / 1e3)
+            if x:
+                (line,) = ax.plot(
+                    x,
+                    y,
+                    color=color,
+                    linestyle=style,
+                    marker="o",
+                    markersize=3,
+                    label=f"{name} p{point}",
+                )
+                legend.setdefault(name, line)
+    if not legend:
+        _empty(ax, "no interval latency data")
+        return
+    ax.set_ylabel("latency (µs)")
+    _log_us_axis(ax)
+    ax.set_xlim(left=0)
+    ax.grid(True, which="major", axis="x", alpha=0.3)
+    # Outside the axes: p50 and p99 lines span the whole width, so no inside spot is free.
+    ax.legend(
+        list(legend.values()),
+        list(legend),
+        fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+    )
+
+
+def _spectrum_panel(
+    ax: Axes, phases: Sequence[dict[str, Any]], names: Sequence[str], colors: Sequence[str]
+) -> None:
+    from matplotlib.ticker import NullLocator
+
+    ax.set_title("IO latency by percentile (whole phase)", fontsize="medium")
+    ax.set_xlabel("percentile")
+    widest = 1.0
+    for phase, name, color in zip(phases, names, colors, strict=True):
+        encoded = ((phase.get("latency") or {}).get("io") or {}).get("hdr_histogram") or ""
+        if not encoded:
+            continue
+        x, y = _spectrum(encoded, name)
+        if not x:
+            continue
+        ax.plot(x, y, color=color, drawstyle="steps-post", label=name)
+        widest = max(widest, x[-1])
+    if not ax.lines:
+        _empty(ax, "no latency histogram")
+        return
+    nines = max(MIN_NINES, math.ceil(math.log10(widest)))
+    ax.set_xscale("log")
+    ax.set_xlim(1, 10.0**nines)
+    ax.set_xticks([10.0**k for k in range(nines + 1)], [_nines_label(k) for k in range(nines + 1)])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_ylabel("latency (µs)")
+    _log_us_axis(ax)
+    # High percentiles have the high latencies: the lower right stays empty.
+    ax.legend(fontsize="small", loc="lower right")
+
+
+def _spectrum(encoded: str, name: str) -> tuple[list[float], list[float]]:
+    """Each recorded bucket as (1 / (1 - p), µs), p being the share of values below it.
+
+    Computed from the decoded counts with numpy rather than hdrh's percentile iterator,
+    which walks every bucket in Python. The point at p = 100 % (x = ∞) never occurs: the
+    last bucket starts below 100 %, and the steps-post line ends on its value.
+    """
+    from hdrh.histogram import HdrHistogram
+
+    try:
+        hist = HdrHistogram.decode(encoded)
+    except Exception as exc:  # hdrh raises base64, zlib and its own header errors alike
+        raise ConfigError(f"phase {name}: hdr_histogram is not a valid HDR encoding") from exc
+    counts = np.ctypeslib.as_array(hist.counts).astype(np.int64)
+    nonzero = np.flatnonzero(counts)
+    total = int(counts.sum())
+    if total == 0:
+        return [], []
+    below = np.cumsum(counts[nonzero]) - counts[nonzero]
+    share_below = below / total
+    x = (1.0 / (1.0 - share_below)).tolist()
+    y = [
+        hist.get_highest_equivalent_value(hist.get_value_from_index(int(i))) / 1e3 for i in nonzero
+    ]
+    # A 0 ns bucket has no place on a log axis.
+    points = [(px, py) for px, py in zip(x, y, strict=True) if py > 0]
+    return [px for px, _ in points], [py for _, py in points]
+
+
+def _nines_label(k: int) -> str:
+    """The percentile at x = 10^k: 0%, 90%, 99%, 99.9%, …"""
+    return f"{100 - 100 / 10**k:.{max(k - 2, 0)}f}%"
+
+
+def _log_us_axis(ax: Axes) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_yscale("log")
+    # Plain numbers (50, 200, 1000) read faster than 10^2 on a latency axis.
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", alpha=0.1)
+
+
+def _empty(ax: Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])

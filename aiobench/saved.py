@@ -1,0 +1,137 @@
+"""Saved runs: a ``--json`` document read back into the result model (``show``, ``compare``).
+
+Reads schema versions 1 and 2; what version 1 lacks (intervals, per-target counts, CPU)
+comes back empty. A file that is not such a document is a usage error naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiobench.errors import ConfigError
+from aiobench.results import (
+    SCHEMA_VERSION,
+    IntervalStats,
+    PhaseResult,
+    RunResult,
+    TargetTotals,
+    ThreadTotals,
+    Totals,
+)
+from aiobench.stats import LatencySummary
+
+READABLE_VERSIONS = (1, SCHEMA_VERSION)
+
+
+def load_document(path: str) -> dict[str, Any]:
+    """The parsed JSON of a saved run, or :class:`ConfigError` naming ``path``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            doc = json.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a JSON document ({exc})") from None
+    if not isinstance(doc, dict) or "phases" not in doc:
+        raise ConfigError(f"{path}: not an aiobench result document (written by --json)")
+    version = doc.get("schema_version")
+    if version not in READABLE_VERSIONS:
+        raise ConfigError(
+            f"{path}: schema_version {version!r} is not one this aiobench reads "
+            f"({', '.join(map(str, READABLE_VERSIONS))})"
+        )
+    return doc
+
+
+def load_run(path: str) -> RunResult:
+    doc = load_document(path)
+    try:
+        return RunResult(
+            meta=doc["meta"],
+            phases=[_phase(p) for p in doc["phases"]],
+            interrupted=bool(doc.get("interrupted", False)),
+            error=doc.get("error"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a complete aiobench result ({exc!r})") from None
+
+
+def latency_summary(d: dict[str, Any]) -> LatencySummary:
+    return LatencySummary(
+        count=d["count"],
+        min_ns=d["min_ns"],
+        max_ns=d["max_ns"],
+        mean_ns=d["mean_ns"],
+        stddev_ns=d["stddev_ns"],
+        percentiles_ns={float(k): v for k, v in d["percentiles_ns"].items()},
+        hdr=d["hdr_histogram"],
+    )
+
+
+def _totals(d: dict[str, Any]) -> Totals:
+    return Totals(
+        elapsed_ns=d["elapsed_ns"],
+        ops=d["ops"],
+        bytes=d["bytes"],
+        entries=d.get("entries", 0),
+        cpu_percent=d.get("cpu_percent", 0),
+    )
+
+
+def _interval(d: dict[str, Any]) -> IntervalStats:
+    latency = d["latency"]
+    return IntervalStats(
+        index=d["index"],
+        start_ns=d["start_ns"],
+        end_ns=d["end_ns"],
+        ops=d["ops"],
+        bytes=d["bytes"],
+        entries=d["entries"],
+        done_ops=d["done_ops"],
+        done_bytes=d["done_bytes"],
+        done_entries=d["done_entries"],
+        done_percent=d["done_percent"],
+        active_threads=d["active_threads"],
+        cpu_percent=d["cpu_percent"],
+        io_latency=latency_summary(latency["io"]),
+        entry_latency=latency_summary(latency["entries"]) if "entries" in latency else None,
+    )
+
+
+def _phase(d: dict[str, Any]) -> PhaseResult:
+    latency = d["latency"]
+    targets = (d.get("per_target") or {}).get("targets", [])
+    return PhaseResult(
+        name=d["phase"],
+        start_time=d.get("start_time", ""),
+        first_done=_totals(d["first_done"]),
+        last_done=_totals(d["last_done"]),
+        io_latency=latency_summary(latency["io"]),
+        entry_latency=latency_summary(latency["entries"]) if "entries" in latency else None,
+        peak_inflight_ops=d["peak_inflight_ops"],
+        threads=tuple(
+            ThreadTotals(
+                rank=t["rank"],
+                ops=t["ops"],
+                bytes=t["bytes"],
+                entries=t.get("entries", 0),
+                elapsed_ns=t["elapsed_ns"],
+            )
+            for t in d["threads"]
+        ),
+        targets=tuple(
+            TargetTotals(
+                index=t["index"],
+                path=t["path"],
+                ops=t["ops"],
+                bytes=t["bytes"],
+                entries=t["entries"],
+                elapsed_ns=t["elapsed_ns"],
+            )
+            for t in targets
+        ),
+        intervals=tuple(_interval(iv) for iv in d.get("intervals", [])),
+        time_limited=d["time_limited"],
+        interrupted=d["interrupted"],
+    )

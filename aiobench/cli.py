@@ -11,7 +11,7 @@ import typer
 from aiobench import __version__
 from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, build_config
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
-from aiobench.outputs import Outputs, check_output_files
+from aiobench.outputs import Outputs, check_output_files, silence
 from aiobench.render.compare import common_phases, render_compare
 from aiobench.render.json import dumps, write_atomically
 from aiobench.render.table import render_table
@@ -258,7 +258,16 @@ def bench(
     for message in outputs.errors:
         print(f"Error: {message}", file=sys.stderr)
     if cfg.json_path == "-":
-        sys.stdout.write(dumps(result))
+        try:
+            sys.stdout.write(dumps(result))
+            sys.stdout.flush()
+        except BrokenPipeError:
+            silence(sys.stdout)
+            print(
+                "Error: --json -: stdout was closed before the document was written",
+                file=sys.stderr,
+            )
+            return EXIT_IO_ERROR
     elif cfg.json_path is not None:
         write_atomically(cfg.json_path, dumps(result))
     code = exit_code(result)

@@ -55,6 +55,16 @@ def check_output_files(cfg: BenchConfig) -> None:
                 )
 
 
+def silence(stream: TextIO) -> None:
+    """Point a stream whose reader has gone at /dev/null, so later writes and the final
+    flush at exit do not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
+
+
 def _append(path: str, text: str) -> None:
     # One write per record in O_APPEND mode: never truncates, never interleaves records.
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
@@ -122,8 +132,12 @@ class Outputs(Observer):
         cfg = self.cfg
         text = phase_text(phase, cfg.show_pertarget)
         # The header waits for the first result: a setup error must stay a single line.
-        self.human.write(("" if self.shown else HEADER) + text)
-        self.human.flush()
+        try:
+            self.human.write(("" if self.shown else HEADER) + text)
+            self.human.flush()
+        except BrokenPipeError:
+            # The reader went away (`| head`): the run and its result files go on.
+            silence(self.human)
         if cfg.resfile_path is not None:
             self._write(
                 "--resfile", cfg.resfile_path, (self._res_header() if not self.shown else "") + text

@@ -1,8 +1,11 @@
-"""Run-time I/O errors through the real CLI: a full tmpfs gives ENOSPC mid-phase."""
+"""Run-time I/O errors through the real CLI: ENOSPC mid-phase, a reader closing the pipe."""
 
 from __future__ import annotations
 
+import csv
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,3 +42,28 @@ def test_enospc_names_path_offset_errno_and_keeps_results(
     # offset is where the data stopped.
     assert 0 < written <= 1 << 20
     assert doc["error"]["offset"] == written
+
+
+def test_reader_closing_the_pipe_ends_quietly_and_the_run_completes(tmp_path: Path) -> None:
+    """`aiobench ... | head -3`: no traceback; the remaining phases still run and clean up."""
+    dirs = [tmp_path / f"d{i}" for i in range(2)]
+    for d in dirs:
+        d.mkdir()
+    csv_out = tmp_path / "res.csv"
+    cmd = [sys.executable, "-m", "aiobench", "-d", "-w", "-r", "-F", "-D", "-t", "2"]
+    cmd += ["-n", "3", "-N", "40", "-s", "8k", *map(str, dirs), "--nolive"]
+    cmd += ["--csvfile", str(csv_out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does, long before the last phase is printed
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert first.startswith(b"OPERATION")
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+    # Every phase ran to its end: all were recorded and the layout is gone again.
+    with csv_out.open(newline="") as handle:
+        phases = [row["operation"] for row in csv.DictReader(handle)]
+    assert phases == ["MKDIRS", "WRITE", "READ", "RMFILES", "RMDIRS"]
+    assert [list(d.iterdir()) for d in dirs] == [[], []]

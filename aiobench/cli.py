@@ -33,6 +33,8 @@ tools = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 SUBCOMMANDS = ("show", "compare", "plot")
+# A plot smaller than this has no room for its three panels; larger ones only cost memory.
+MIN_PLOT_PX, MAX_PLOT_PX = 100, 10_000
 
 
 def _version(value: bool) -> None:
@@ -322,12 +324,14 @@ def plot(
     """Throughput and p50/p99 latency over time, and the latency percentile curve (PNG)."""
     from aiobench.render.plot import render_plot  # matplotlib is an optional extra
 
-    if width < 100 or height < 100:
-        raise ConfigError("--width/--height: at least 100 pixels")
+    if not (MIN_PLOT_PX <= width <= MAX_PLOT_PX and MIN_PLOT_PX <= height <= MAX_PLOT_PX):
+        raise ConfigError(f"--width/--height: between {MIN_PLOT_PX} and {MAX_PLOT_PX} pixels")
     doc = load_document(run)
     directory = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(directory):
         raise ConfigError(f"-o/--output: directory of {output} does not exist")
+    if os.path.isdir(output):
+        raise ConfigError(f"-o/--output: {output} is a directory")
     render_plot(doc, output, width_px=width, height_px=height)
     return 0
 

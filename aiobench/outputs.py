@@ -67,8 +67,11 @@ def silence(stream: TextIO) -> None:
 
 def _append(path: str, text: str) -> None:
     # One write per record in O_APPEND mode: never truncates, never interleaves records.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            text = "\n" + text  # a last line without its newline must not swallow ours
         os.write(fd, text.encode("utf-8"))
     finally:
         os.close(fd)

@@ -124,7 +124,9 @@ class OpStream:
         self.rand = rand
         self.aligned = aligned
         self.rng = rng
-        self._perm = Permutation(part.blocks, rng) if rand and permute and aligned else None
+        # Random writes visit every block once, aligned or not (unaligned ones shifted inside
+        # their block), so each file reaches its full size and a later read finds no EOF.
+        self._perm = Permutation(part.blocks, rng) if rand and permute else None
         self._pending: IntArray = np.empty(0, dtype=np.int64)
         self._cum = np.asarray(layout.cum_blocks, dtype=np.int64)
         self._sizes = np.asarray(layout.sizes, dtype=np.int64)

@@ -91,6 +91,21 @@ def test_unaligned_random_offsets_stay_inside_the_file() -> None:
     assert any(off % 4096 for off in offsets)
 
 
+def test_unaligned_random_writes_visit_every_block_once_and_reach_each_file_end() -> None:
+    layout = Layout((10 * 4096, 6 * 4096), 4096)
+    for part in layout.slices(3):
+        ops = drain(stream(layout, part, rand=True, permute=True, aligned=False))
+        # Each write stays inside the block it stands for (shifted forward, or clamped to
+        # the file end), and every block of the slice is written once.
+        blocks = [layout.cum_blocks[i] + off // 4096 for i, off, _ in ops]
+        assert sorted(blocks) == list(range(part.first_block, part.first_block + part.blocks))
+    ends = {i: 0 for i in range(2)}
+    for part in layout.slices(3):
+        for i, off, length in drain(stream(layout, part, rand=True, permute=True, aligned=False)):
+            ends[i] = max(ends[i], off + length)
+    assert ends == {0: 10 * 4096, 1: 6 * 4096}  # a read phase after it finds no early EOF
+
+
 def test_seeded_streams_repeat_exactly() -> None:
     layout = Layout((1 << 20,), 4096)
     a = drain(stream(layout, Slice(0, 256), rand=True, total=300, seed=9))

@@ -10,6 +10,7 @@ unknown and the table says so (a shorter ``--liveint`` gives more intervals).
 from __future__ import annotations
 
 import math
+import shlex
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ def _metrics(phase: PhaseResult) -> list[_Metric]:
                 "Throughput MiB/s",
                 lambda p: p.last_done.bytes_per_s / MIB,
                 lambda iv: iv.bytes_per_s / MIB,
-                "{:.0f}".format,
+                lambda v: str(int(v)),  # truncated, as the table prints it
             )
         )
     if phase.io_latency.count:
@@ -109,7 +110,7 @@ def _pairs(a: RunResult, b: RunResult) -> list[tuple[str, PhaseResult, PhaseResu
 def _describe(run: RunResult) -> str:
     meta = run.meta
     label = meta.get("label") or ""
-    command = " ".join(str(c) for c in meta.get("command", []))  # type: ignore[attr-defined]
+    command = shlex.join(str(c) for c in meta.get("command", []))  # type: ignore[attr-defined]
     parts = [str(meta.get("start_time", "")), f"label '{label}'" if label else "", command]
     return "  ".join(p for p in parts if p)
 

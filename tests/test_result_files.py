@@ -554,3 +554,19 @@ def test_result_file_that_is_an_existing_path_is_left_alone(
     assert_one_error_line(code, out, err, ["--resfile", "data", "PATH"])
     assert (tmp_path / "data").read_bytes() == data
     assert listing(tmp_path) == before
+
+
+def test_appending_after_a_last_line_without_newline_starts_a_new_line(tmp_path: Path) -> None:
+    header = aiobench("-w", "-b", "64k", "-s", "256k", "f", "--csvfile", "a.csv", cwd=tmp_path)
+    assert header.returncode == 0, header.stderr
+    csv_path, notes = tmp_path / "a.csv", tmp_path / "notes.txt"
+    csv_path.write_bytes(csv_path.read_bytes().rstrip(b"\n"))  # as an editor may save it
+    notes.write_text("my notes, no newline")
+    proc = aiobench(
+        "-r", "-b", "64k", "f", "--csvfile", "a.csv", "--resfile", "notes.txt", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    columns, rows = read_csv(csv_path)
+    assert [row["operation"] for row in rows] == ["WRITE", "READ"]
+    assert all(len(row) == len(columns) for row in rows)
+    assert notes.read_text().startswith("my notes, no newline\nISO DATE: ")

@@ -8,6 +8,7 @@ in this process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -445,3 +446,27 @@ def test_path_named_like_a_subcommand_goes_after_double_dash(tmp_path: Path) -> 
     assert doc["meta"]["paths"] == ["show", "plot"]
     # `show` in first place is still the subcommand, even beside a file called show.
     assert ok(aiobench("show", "run.json", cwd=tmp_path)) == table
+
+
+def test_compare_prints_mib_as_the_table_does_and_quotes_the_command() -> None:
+    from aiobench.render.compare import render_compare
+    from aiobench.saved import load_run
+
+    run = load_run(str(Path(__file__).parent / "data" / "example-result.json"))
+    run.meta["command"] = ["aiobench", "-w", "--label", "my run", "f1"]
+    # 1000.9 MiB/s: the table shows 1000, rounding would show 1001.
+    nearly = dataclasses.replace(
+        run.phases[0].last_done, bytes=1000 * (1 << 20) + 9 * (1 << 20) // 10, elapsed_ns=10**9
+    )
+    run.phases[0] = dataclasses.replace(run.phases[0], last_done=nearly)
+    text = render_compare(run, run, "a.json", "b.json")
+    assert "A: a.json" in text and "aiobench -w --label 'my run' f1" in text
+    for phase in run.phases:
+        row = next(
+            line
+            for line in text.splitlines()
+            if line.startswith(f"{phase.name:<11} Throughput MiB/s")
+        )
+        # Truncated like the table's "Throughput MiB/s" row, never rounded up.
+        assert row.split()[3] == str(phase.last_done.bytes_per_s // (1 << 20)), row
+    assert "1000" in text and "1001" not in text

@@ -32,8 +32,11 @@ PAGE = mmap.PAGESIZE
 # 4 KiB blocks are equal (dedup sees nothing to share).
 STAMP_SPACING = 4096
 # Written blocks are windows into a per-slot pool of random bytes; consecutive writes use
-# windows 4 KiB apart. 256 KiB of slack gives 64+ distinct windows, far more than gzip's
-# 32 KiB reach, so written files are incompressible without per-write random generation.
+# windows that do not overlap (a block apart, rounded up to 4 KiB). Windows 4 KiB apart made
+# an 8-64 KiB block repeat most of the previous one a few KiB back, which gzip, lz4 and a
+# filesystem compressing 128 KiB extents all found. With 256 KiB of slack, content comes
+# back no sooner than 256 KiB later in a file, beyond gzip's 32 KiB and lz4's 64 KiB reach
+# and never inside one 128 KiB extent: incompressible without per-write random generation.
 POOL_SLACK = 256 * 1024
 # Mode of the dirs and files dir mode creates (less the umask), as mkdir(1) and touch(1).
 DIR_MODE = 0o777
@@ -92,11 +95,12 @@ class SlotBuffer:
         self.mem[:] = rng.bytes(size)
         view = memoryview(self.mem)
         self.read_view = [view[:block_size]]
-        step = STAMP_SPACING
+        step = _round_up(block_size, STAMP_SPACING)
         self.windows = [[view[o : o + block_size]] for o in range(0, size - block_size + 1, step)]
+        self.window_words = step // 8  # 64-bit words from one window's start to the next
         self.words = view.cast("Q")
         self.words_np = np.frombuffer(self.mem, dtype=np.uint64)
-        self.stamps_per_block = max(1, block_size // step)
+        self.stamps_per_block = max(1, block_size // STAMP_SPACING)
         self.stamp_offsets = np.arange(self.stamps_per_block, dtype=np.uint64)
         self.next_window = 0
         self.next_stamp = stamp_base
@@ -107,7 +111,7 @@ class SlotBuffer:
         Used per block in dir mode; the file-mode write loop inlines the same steps.
         """
         window, stamp = self.next_window, self.next_stamp
-        word = window * (STAMP_SPACING // 8)
+        word = window * self.window_words
         if self.stamps_per_block == 1:
             self.words[word] = stamp
         else:
@@ -200,7 +204,7 @@ class PosixEngine:
         windows = buf.windows
         if length != buf.block_size:
             windows = [[w[0][:length]] for w in windows]
-        n_windows, spacing = len(windows), STAMP_SPACING // 8
+        n_windows, spacing, window_words = len(windows), STAMP_SPACING // 8, buf.window_words
         words, per_block = buf.words, buf.stamps_per_block
         words_np, stamp_offsets = buf.words_np, buf.stamp_offsets
         window, stamp = buf.next_window, buf.next_stamp
@@ -208,7 +212,7 @@ class PosixEngine:
         try:
             for fd, off in zip(op_fds, ops.offsets, strict=False):
                 # Untimed: stamp this window so the block is unique.
-                word = window * spacing
+                word = window * window_words
                 if per_block == 1:
                     words[word] = stamp
                 else:

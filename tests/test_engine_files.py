@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,20 @@ def test_written_data_is_unique_and_incompressible(tmp_path: Path) -> None:
     run([big], threads=1, block="1m", size="8m")
     big_blocks = blocks_of(big, 4096)
     assert len(set(big_blocks)) == len(big_blocks)
+
+
+@pytest.mark.parametrize("block", ["4k", "8k", "16k", "32k", "64k", "128k", "1m"])
+def test_written_data_is_incompressible_at_every_block_size(tmp_path: Path, block: str) -> None:
+    """gzip over the whole file, and zlib per 128 KiB extent as btrfs and ZFS compress."""
+    target = tmp_path / "f"
+    run([target], threads=1, block=block, size="4m")
+    data = target.read_bytes()
+    assert len(gzip.compress(data, compresslevel=6)) / len(data) > 0.95
+    extent = 128 * 1024
+    chunks = [data[i : i + extent] for i in range(0, len(data), extent)]
+    assert min(len(zlib.compress(c, 1)) / len(c) for c in chunks) > 0.95
+    quarters = blocks_of(target, 4096)
+    assert len(set(quarters)) == len(quarters)  # nothing for 4 KiB dedup either
 
 
 def test_sequential_write_then_read_counts_every_byte(tmp_path: Path) -> None:

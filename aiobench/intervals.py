@@ -1,9 +1,10 @@
 """Latency over time: per-interval counters and HDR histograms of one phase; no disk, no loop.
 
 Every completed unit (an operation, or an entry in dir mode) counts in the interval its end
-instant falls in, ``[start + k*interval, start + (k+1)*interval)``, so the series does not
-depend on how operations were batched. An interval is closed once nothing that ended inside
-it can still arrive: every run still in the executor was handed over after its end.
+instant falls in, ``(start + k*interval, start + (k+1)*interval]``, so the series does not
+depend on how operations were batched. Intervals include their end, so the last one ends
+with the phase's last operation. An interval is closed once nothing that ended inside it
+can still arrive: every run still in the executor was handed over after its end.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class IntervalSeries:
         return self.start_ns + index * self.interval_ns
 
     def index_at(self, instant_ns: int) -> int:
-        return max(0, (instant_ns - self.start_ns) // self.interval_ns)
+        """The interval a unit ending at ``instant_ns`` counts in (an end is inclusive)."""
+        return max(0, (instant_ns - self.start_ns - 1) // self.interval_ns)
 
     def sample_cpu(self, index: int, sample: CpuSample) -> None:
         """CPU counters at (or just after) the start of interval ``index``; first one wins."""
@@ -103,8 +105,8 @@ class IntervalSeries:
         before = (0, 0, 0)
         for k in range(first_k, last_k + 1):
             edge = self.boundary(k + 1)
-            units_hi = int(np.searchsorted(ends, edge, side="left"))
-            io_hi = int(np.searchsorted(io_ends, edge, side="left"))
+            units_hi = int(np.searchsorted(ends, edge, side="right"))
+            io_hi = int(np.searchsorted(io_ends, edge, side="right"))
             if units_hi == units_lo and io_hi == io_lo:
                 continue
             now = run.totals(units_hi, io_hi)
@@ -133,12 +135,13 @@ class IntervalSeries:
             acc.io.add(io_latency)
 
     def close_until(self, horizon_ns: int, active: Callable[[int], int]) -> list[IntervalStats]:
-        """Close, in order, every interval that ends at or before ``horizon_ns``.
+        """Close, in order, every interval that ends before ``horizon_ns``.
 
-        ``active(instant)`` tells how many threads were still working at an instant.
+        Units still to come end at ``horizon_ns`` or later. ``active(instant)`` tells how
+        many threads were still working at an instant.
         """
         out: list[IntervalStats] = []
-        while self.boundary(len(self.closed) + 1) <= horizon_ns:
+        while self.boundary(len(self.closed) + 1) < horizon_ns:
             k = len(self.closed)
             self.closed.append(self._close(k, self.boundary(k + 1), active))
             out.append(self.closed[-1])

@@ -253,7 +253,7 @@ async def _watch(
     while True:
         now = perf_counter_ns()
         if now >= next_tick:
-            k = series.index_at(now)
+            k = (now - shared.start_ns) // series.interval_ns  # the interval starting now
             series.sample_cpu(k, CpuSample(now, process_time_ns()))
             counts = (
                 sum(s.ops for s in all_slots),
@@ -266,7 +266,10 @@ async def _watch(
             seen, seen_ns = counts, now
             next_tick = series.boundary(k + 1)
         # Units ending inside an interval may still be in a run handed over before its end.
-        horizon = min([s.busy_since_ns for s in all_slots if s.busy_since_ns] + [now])
+        # With no run out, nothing ends after the last end seen until a slot starts again:
+        # the interval holding that end stays open for finish() to cut there.
+        busy = [s.busy_since_ns for s in all_slots if s.busy_since_ns]
+        horizon = min(busy) if busy else max(s.last_end_ns for s in all_slots)
         for record in series.close_until(horizon, active):
             ctx.observer.interval(name, record)
         wait = next_tick - now

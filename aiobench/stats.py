@@ -152,7 +152,10 @@ class LatencyRecorder:
             cumulative = np.cumsum(self.counts)
             for p in PERCENTILES:
                 index = int(np.searchsorted(cumulative, h.get_target_count_at_percentile(p)))
-                points[p] = int(h.get_highest_equivalent_value(h.get_value_from_index(index)))
+                value = int(h.get_highest_equivalent_value(h.get_value_from_index(index)))
+                # A bucket's top can lie past the largest value recorded in it: no
+                # percentile is reported above the exact max (or below the exact min).
+                points[p] = min(max(value, self.min_ns), self.max_ns)
         # Rounded once here, so the table and the JSON (and a table re-rendered from the
         # JSON by `aiobench show`) use the same value.
         return LatencySummary(

@@ -118,6 +118,33 @@ def bench(
     norandalign: Annotated[
         bool, typer.Option("--norandalign", help="Random offsets not aligned to the block size.")
     ] = False,
+    backward: Annotated[
+        bool,
+        typer.Option("--backward", help="Sequential access from the end of each slice backwards."),
+    ] = False,
+    strided: Annotated[
+        bool,
+        typer.Option(
+            "--strided",
+            help="Interleaved access: thread r takes blocks r, r+t, r+2t, ... of all PATHs.",
+        ),
+    ] = False,
+    trunc: Annotated[
+        bool, typer.Option("--trunc", help="Truncate files to 0 before a write phase.")
+    ] = False,
+    trunctosize: Annotated[
+        bool,
+        typer.Option(
+            "--trunctosize",
+            help="Set each file's size to -s before a write phase (a larger file is cut).",
+        ),
+    ] = False,
+    preallocfile: Annotated[
+        bool,
+        typer.Option(
+            "--preallocfile", help="Allocate -s bytes (posix_fallocate) before a write phase."
+        ),
+    ] = False,
     timelimit: Annotated[
         int, typer.Option("--timelimit", help="Seconds per phase; 0 = no limit.")
     ] = 0,
@@ -217,6 +244,11 @@ def bench(
         rand=rand,
         randamount=randamount,
         norandalign=norandalign,
+        backward=backward,
+        strided=strided,
+        trunc=trunc,
+        trunctosize=trunctosize,
+        preallocfile=preallocfile,
         timelimit=timelimit,
         label=label,
         nolive=nolive,

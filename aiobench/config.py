@@ -44,6 +44,11 @@ class BenchConfig:
     rand: bool
     randamount: int | None  # bytes over all threads; None = each thread's whole slice
     norandalign: bool
+    backward: bool = False  # sequential access from each slice's end to its start
+    strided: bool = False  # thread r takes blocks r, r + threads, r + 2*threads, ...
+    trunc: bool = False  # before a write phase: truncate each file to 0
+    trunctosize: bool = False  # before a write phase: set each file's size to -s
+    preallocfile: bool = False  # before a write phase: posix_fallocate -s bytes
     timelimit_s: int  # 0 = none
     label: str
     live: bool
@@ -106,6 +111,15 @@ class BenchConfig:
         ]
         return [(option, path) for option, path in given if path is not None and path != "-"]
 
+    def file_size_options(self) -> list[str]:
+        """The options that change a file's size before writing, as the user spells them."""
+        given = [
+            ("--trunc", self.trunc),
+            ("--trunctosize", self.trunctosize),
+            ("--preallocfile", self.preallocfile),
+        ]
+        return [name for name, on in given if on]
+
     def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["paths"] = list(self.paths)
@@ -127,6 +141,11 @@ def build_config(
     randamount: str | None,
     norandalign: bool,
     timelimit: int,
+    backward: bool = False,
+    strided: bool = False,
+    trunc: bool = False,
+    trunctosize: bool = False,
+    preallocfile: bool = False,
     label: str,
     nolive: bool,
     json_path: str | None,
@@ -206,6 +225,20 @@ def build_config(
         raise ConfigError(
             "--norandalign: cannot be combined with --direct (O_DIRECT needs aligned offsets)"
         )
+    for name, on in (("--backward", backward), ("--strided", strided)):
+        if on and rand:
+            raise ConfigError(
+                f"{name}: an order of sequential access; cannot be combined with --rand"
+            )
+    for name, on in (
+        ("--trunc", trunc),
+        ("--trunctosize", trunctosize),
+        ("--preallocfile", preallocfile),
+    ):
+        if on and not write:
+            raise ConfigError(f"{name}: only applies with -w/--write (it acts before writing)")
+    if backward and strided:
+        raise ConfigError("--backward: cannot be combined with --strided (pick one order)")
     if json_path is not None and not json_path:
         raise ConfigError("--json: give a file name or '-' for stdout")
     if live_interval_ms < MIN_LIVE_INTERVAL_MS:
@@ -245,6 +278,11 @@ def build_config(
         rand=rand,
         randamount=amount,
         norandalign=norandalign,
+        backward=backward,
+        strided=strided,
+        trunc=trunc,
+        trunctosize=trunctosize,
+        preallocfile=preallocfile,
         timelimit_s=timelimit,
         label=label,
         live=not nolive,

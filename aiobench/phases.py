@@ -29,7 +29,7 @@ from aiobench.results import (
     Totals,
 )
 from aiobench.stats import LatencyRecorder
-from aiobench.targets import Layout
+from aiobench.targets import Layout, Slice
 from aiobench.units import rate
 from aiobench.worker import PhaseShared, Slot, Stream, run_thread
 from aiobench.workload import OpStream, ops_per_thread
@@ -84,7 +84,13 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
     cfg, layout = ctx.cfg, ctx.layout
     if isinstance(layout, DirLayout):
         return [EntryStream(layout, kind, rank) for rank in range(cfg.threads)]
-    parts = layout.slices(cfg.threads)
+    stride = cfg.threads if cfg.strided else 1
+    if cfg.strided:
+        # Thread r takes blocks r, r + threads, ... of the concatenated range.
+        total = layout.total_blocks
+        parts = [Slice(r, len(range(r, total, stride))) for r in range(cfg.threads)]
+    else:
+        parts = layout.slices(cfg.threads)
     counts = ops_per_thread(layout, parts, cfg.rand, cfg.randamount)
     return [
         OpStream(
@@ -95,6 +101,8 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
             aligned=not cfg.norandalign,
             permute=kind == WRITE,
             rng=np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, rank])),
+            backward=cfg.backward,
+            stride=stride,
         )
         for rank, (part, count) in enumerate(zip(parts, counts, strict=False))
     ]
@@ -148,6 +156,27 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
         shared.fail(BenchIOError.from_os(os.path.join(ctx.paths[index], name), 0, exc))
 
 
+def _prepare_files(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
+    """Untimed, before a write phase: --trunc, --trunctosize, --preallocfile, in that order."""
+    cfg, layout = ctx.cfg, ctx.layout
+    if kind != WRITE or not isinstance(layout, Layout) or not cfg.file_size_options():
+        return
+    for fd, path, size in zip(ctx.fds, ctx.paths, layout.sizes, strict=True):
+        step = "ftruncate"
+        try:
+            if cfg.trunc:
+                os.ftruncate(fd, 0)
+            if cfg.trunctosize:
+                os.ftruncate(fd, size)
+            if cfg.preallocfile:
+                step = "posix_fallocate"
+                os.posix_fallocate(fd, 0, size)
+        except OSError as exc:
+            detail = f"{step}: {exc.strerror or os.strerror(exc.errno or 0)}"
+            shared.fail(BenchIOError(path=path, offset=0, errno=exc.errno or 0, detail=detail))
+            return
+
+
 async def run_phase(
     ctx: RunContext, kind: str, phase_index: int
 ) -> tuple[PhaseResult, PhaseShared]:
@@ -181,6 +210,7 @@ async def run_phase(
 
     if kind == MKDIRS:
         _rank_dirs(ctx, kind, shared)
+    _prepare_files(ctx, kind, shared)
     try:
         wall_start = datetime.datetime.now(datetime.timezone.utc)
         ctx.observer.phase_started(name, wall_start)

@@ -119,6 +119,9 @@ def resolve(cfg: BenchConfig) -> Resolved:
             f"{dir_only[0]}: only applies in dir mode (PATH is a directory), "
             f"but {cfg.paths[0]} is a {path_type.replace('blockdev', 'block device')}"
         )
+    resizing = cfg.file_size_options()
+    if resizing and path_type == BLOCKDEV:
+        raise ConfigError(f"{resizing[0]}: only applies to files (a block device keeps its size)")
     sizes = [_target_size(cfg, path, path_type) for path in cfg.paths]
     notes: list[str] = []
     block = cfg.block_size
@@ -156,9 +159,14 @@ def _resolve_dirs(cfg: BenchConfig) -> Resolved:
         ("--rand", cfg.rand),
         ("--randamount", cfg.randamount is not None),
         ("--norandalign", cfg.norandalign),
+        ("--backward", cfg.backward),
+        ("--strided", cfg.strided),
     ):
         if given:
             raise ConfigError(f"{name}: not supported in dir mode (files are read whole)")
+    resizing = cfg.file_size_options()
+    if resizing:
+        raise ConfigError(f"{resizing[0]}: not supported in dir mode yet (files are created whole)")
     notes: list[str] = []
     block = cfg.block_size
     if cfg.direct and cfg.size % DIRECT_ALIGN:

@@ -116,13 +116,19 @@ class OpStream:
         aligned: bool,
         permute: bool,
         rng: np.random.Generator,
+        backward: bool = False,
+        stride: int = 1,
     ) -> None:
+        """``part`` holds the thread's blocks ``first + i*stride`` for ``i < blocks``;
+        ``backward`` visits them from the last to the first."""
         self.layout = layout
         self.part = part
         self.total_ops = total_ops
         self.issued = 0
         self.rand = rand
         self.aligned = aligned
+        self.backward = backward
+        self.stride = stride
         self.rng = rng
         # Random writes visit every block once, aligned or not (unaligned ones shifted inside
         # their block), so each file reaches its full size and a later read finds no EOF.
@@ -131,7 +137,7 @@ class OpStream:
         self._cum = np.asarray(layout.cum_blocks, dtype=np.int64)
         self._sizes = np.asarray(layout.sizes, dtype=np.int64)
         first_path = layout.locate(part.first_block)[0]
-        last_path = layout.locate(part.first_block + part.blocks - 1)[0]
+        last_path = layout.locate(part.first_block + (part.blocks - 1) * stride)[0]
         self._single_path = first_path if first_path == last_path else None
 
     @property
@@ -143,7 +149,12 @@ class OpStream:
         count = min(count, self.remaining)
         if count <= 0:
             return None
-        run = self._random(count) if self.rand else self._sequential(count)
+        if self.rand:
+            run = self._random(count)
+        elif self.backward or self.stride > 1:
+            run = self._ordered(count)
+        else:
+            run = self._sequential(count)
         self.issued += len(run)
         return run
 
@@ -159,6 +170,23 @@ class OpStream:
         count = max(1, min(count, full_end - block))
         bs = self.layout.block_size
         return OpRun(index, list(range(offset, offset + count * bs, bs)), length)
+
+    def _ordered(self, count: int) -> OpRun:
+        """The next ``count`` blocks backwards or strided, cut where the block length
+        changes (a run has one length; a short last block of a path is its own run)."""
+        index = np.arange(self.issued, self.issued + count, dtype=np.int64)
+        if self.backward:
+            index = self.part.blocks - 1 - index
+        blocks = self.part.first_block + index * self.stride
+        paths = np.searchsorted(self._cum, blocks, side="right") - 1
+        offsets = (blocks - self._cum[paths]) * self.layout.block_size
+        lengths = np.minimum(self.layout.block_size, self._sizes[paths] - offsets)
+        differs = np.flatnonzero(lengths != lengths[0])
+        keep = int(differs[0]) if differs.size else count
+        paths = paths[:keep]
+        if (paths == paths[0]).all():
+            return OpRun(int(paths[0]), offsets[:keep].tolist(), int(lengths[0]))
+        return OpRun(paths.tolist(), offsets[:keep].tolist(), int(lengths[0]), paths)
 
     def _blocks(self, count: int) -> IntArray:
         if self._perm is None:

@@ -172,3 +172,17 @@ def test_blockdev_and_file_together_is_a_usage_error(
         assert proc.stdout == ""
     assert not missing.exists()
     assert read_head(device) == bytes(MIB)
+
+
+@pytest.mark.parametrize("option", ["--trunc", "--trunctosize", "--preallocfile"])
+def test_size_options_are_refused_on_block_devices(
+    run_cli: RunCli, loops: LoopDevices, option: str
+) -> None:
+    device = loops.make(8 * MIB)
+    before = read_head(device)
+    proc = run_cli("-w", "-b", "64k", option, device)
+    assert proc.returncode == 2
+    assert single_error(proc.stderr) == (
+        f"Error: {option}: only applies to files (a block device keeps its size)"
+    )
+    assert read_head(device) == before

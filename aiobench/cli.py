@@ -145,6 +145,20 @@ def bench(
             "--preallocfile", help="Allocate -s bytes (posix_fallocate) before a write phase."
         ),
     ] = False,
+    sync: Annotated[
+        bool,
+        typer.Option(
+            "--sync", help="Flush the targets' filesystems before the first and after each phase."
+        ),
+    ] = False,
+    dropcache: Annotated[
+        bool,
+        typer.Option(
+            "--dropcache",
+            help="Drop the page cache before the first and after each phase (root; use "
+            "with --sync, only clean pages can be dropped).",
+        ),
+    ] = False,
     timelimit: Annotated[
         int, typer.Option("--timelimit", help="Seconds per phase; 0 = no limit.")
     ] = 0,
@@ -249,6 +263,8 @@ def bench(
         trunc=trunc,
         trunctosize=trunctosize,
         preallocfile=preallocfile,
+        sync=sync,
+        dropcache=dropcache,
         timelimit=timelimit,
         label=label,
         nolive=nolive,

@@ -16,6 +16,7 @@ MAX_SLOTS = 4096
 # Shortest --liveint: intervals much below the ~50 ms executor runs only add noise.
 MIN_LIVE_INTERVAL_MS = 10
 DEFAULT_LIVE_INTERVAL_MS = 2000  # elbencho's default
+DROP_CACHES = "/proc/sys/vm/drop_caches"
 # O_DIRECT needs buffers, offsets and lengths aligned to the logical block size; 512 bytes
 # is the smallest any Linux block device has.
 DIRECT_ALIGN = 512
@@ -49,6 +50,8 @@ class BenchConfig:
     trunc: bool = False  # before a write phase: truncate each file to 0
     trunctosize: bool = False  # before a write phase: set each file's size to -s
     preallocfile: bool = False  # before a write phase: posix_fallocate -s bytes
+    sync: bool = False  # SYNC block before the first phase and after each
+    dropcache: bool = False  # DROPCACHE block likewise (root)
     timelimit_s: int  # 0 = none
     label: str
     live: bool
@@ -146,6 +149,8 @@ def build_config(
     trunc: bool = False,
     trunctosize: bool = False,
     preallocfile: bool = False,
+    sync: bool = False,
+    dropcache: bool = False,
     label: str,
     nolive: bool,
     json_path: str | None,
@@ -237,6 +242,10 @@ def build_config(
     ):
         if on and not write:
             raise ConfigError(f"{name}: only applies with -w/--write (it acts before writing)")
+    if dropcache and not os.access(DROP_CACHES, os.W_OK):
+        raise ConfigError(
+            f"--dropcache: needs root (it writes {DROP_CACHES}); run as root or leave it out"
+        )
     if backward and strided:
         raise ConfigError("--backward: cannot be combined with --strided (pick one order)")
     if json_path is not None and not json_path:
@@ -283,6 +292,8 @@ def build_config(
         trunc=trunc,
         trunctosize=trunctosize,
         preallocfile=preallocfile,
+        sync=sync,
+        dropcache=dropcache,
         timelimit_s=timelimit,
         label=label,
         live=not nolive,

@@ -15,8 +15,9 @@ from aiobench import __version__
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, PosixEngine
-from aiobench.errors import EXIT_IO_ERROR
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
+from aiobench.errors import EXIT_IO_ERROR, BenchIOError
+from aiobench.housekeeping import run_housekeeping
+from aiobench.kinds import DROPCACHE, MKDIRS, READ, RMDIRS, RMFILES, STAT, SYNC, WRITE
 from aiobench.phases import Observer, RunContext, make_executor, run_phase
 from aiobench.results import PhaseResult, RunResult
 from aiobench.targets import Layout, Resolved, filesystem_type, open_targets
@@ -44,6 +45,11 @@ def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[str]:
         (RMDIRS, cfg.deldirs and dirs),
     )
     return [kind for kind, on in wanted if on]
+
+
+def housekeeping_kinds(cfg: BenchConfig) -> list[str]:
+    """SYNC then DROPCACHE (only synced data can be dropped), as asked for."""
+    return [kind for kind, on in ((SYNC, cfg.sync), (DROPCACHE, cfg.dropcache)) if on]
 
 
 def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, object]:
@@ -111,18 +117,29 @@ def run_benchmark(
     if on_ready is not None:
         on_ready()  # setup can no longer fail: notes for the user may go out now
 
+    def report(phase: PhaseResult, error: BenchIOError | None) -> bool:
+        """Keep a block's result; whether the run goes on."""
+        result.phases.append(phase)
+        if on_phase is not None:
+            on_phase(phase)
+        if error is not None:
+            result.error = error.to_dict()
+        return error is None and not stop.is_set() and not phase.time_limited
+
+    async def housekeeping() -> bool:
+        for kind in housekeeping_kinds(cfg):
+            if not report(*await run_housekeeping(kind, opened.fds, cfg.paths)):
+                return False
+        return True
+
     async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(_watch_signals, stop, result)
-            for index, kind in enumerate(kinds):
-                phase, shared = await run_phase(ctx, kind, index)
-                result.phases.append(phase)
-                if on_phase is not None:
-                    on_phase(phase)
-                if shared.error is not None:
-                    result.error = shared.error.to_dict()
-                if stop.is_set() or phase.time_limited:
-                    break
+            if await housekeeping():
+                for index, kind in enumerate(kinds):
+                    phase, shared = await run_phase(ctx, kind, index)
+                    if not report(phase, shared.error) or not await housekeeping():
+                        break
             group.cancel_scope.cancel()
 
     try:

@@ -186,3 +186,31 @@ def test_size_options_are_refused_on_block_devices(
         f"Error: {option}: only applies to files (a block device keeps its size)"
     )
     assert read_head(device) == before
+
+
+def sectors_written(device: str) -> int:
+    """Sectors the block device has written so far (/sys/block/<dev>/stat, field 7)."""
+    stat = Path("/sys/block") / Path(device).name / "stat"
+    return int(stat.read_text().split()[6])
+
+
+def test_sync_writes_the_data_back_to_the_device(
+    run_cli: RunCli, loops: LoopDevices, tmp_path: Path
+) -> None:
+    device = loops.make(128 * MIB)
+    loops.mkfs(device)
+    mnt = tmp_path / "mnt"
+    loops.mount(device, mnt)
+    lazy, synced = mnt / "lazy", mnt / "synced"
+    before = sectors_written(device)
+    proc = run_cli("-w", "-b", "1m", "-s", "32m", str(lazy))
+    assert proc.returncode == 0, proc.stderr
+    # Without --sync, 32 MiB of fresh writes sit in the page cache (writeback waits ~30 s).
+    unsynced = (sectors_written(device) - before) * 512
+    assert unsynced < 16 * MIB
+    before = sectors_written(device)
+    proc = run_cli("-w", "-b", "1m", "-s", "32m", "--sync", str(synced))
+    assert proc.returncode == 0, proc.stderr
+    # The SYNC after WRITE wrote both files' data (syncfs flushes the whole filesystem).
+    assert (sectors_written(device) - before) * 512 >= 64 * MIB
+    assert proc.stdout.count("SYNC        Elapsed time     : ") == 2

@@ -159,6 +159,13 @@ def bench(
             "with --sync, only clean pages can be dropped).",
         ),
     ] = False,
+    infloop: Annotated[
+        bool,
+        typer.Option(
+            "--infloop",
+            help="Each thread starts its work over when done, until --timelimit (or Ctrl+C).",
+        ),
+    ] = False,
     timelimit: Annotated[
         int, typer.Option("--timelimit", help="Seconds per phase; 0 = no limit.")
     ] = 0,
@@ -265,6 +272,7 @@ def bench(
         preallocfile=preallocfile,
         sync=sync,
         dropcache=dropcache,
+        infloop=infloop,
         timelimit=timelimit,
         label=label,
         nolive=nolive,

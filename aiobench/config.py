@@ -51,6 +51,7 @@ class BenchConfig:
     trunctosize: bool = False  # before a write phase: set each file's size to -s
     preallocfile: bool = False  # before a write phase: posix_fallocate -s bytes
     sync: bool = False  # SYNC block before the first phase and after each
+    infloop: bool = False  # each thread starts its work over until the time limit
     dropcache: bool = False  # DROPCACHE block likewise (root)
     timelimit_s: int  # 0 = none
     label: str
@@ -151,6 +152,7 @@ def build_config(
     preallocfile: bool = False,
     sync: bool = False,
     dropcache: bool = False,
+    infloop: bool = False,
     label: str,
     nolive: bool,
     json_path: str | None,
@@ -294,6 +296,7 @@ def build_config(
         preallocfile=preallocfile,
         sync=sync,
         dropcache=dropcache,
+        infloop=infloop,
         timelimit_s=timelimit,
         label=label,
         live=not nolive,

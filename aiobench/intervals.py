@@ -56,11 +56,21 @@ class IntervalSeries:
     """The interval records of one phase, filled from completed runs on the event loop."""
 
     def __init__(
-        self, *, start_ns: int, interval_ns: int, planned_units: int, dir_mode: bool, cpus: int
+        self,
+        *,
+        start_ns: int,
+        interval_ns: int,
+        planned_units: int,
+        dir_mode: bool,
+        cpus: int,
+        endless_until_ns: int | None = None,
     ) -> None:
+        """``endless_until_ns``: the work never ends (--infloop); % done is then the time
+        passed of the time limit ending there (0 = no limit: 0 %)."""
         self.start_ns = start_ns
         self.interval_ns = interval_ns
         self.planned_units = planned_units
+        self.endless_until_ns = endless_until_ns
         self.dir_mode = dir_mode
         self.cpus = cpus
         self.closed: list[IntervalStats] = []
@@ -165,6 +175,16 @@ class IntervalSeries:
         """Whether an interval has ended but is not closed yet."""
         return self.boundary(len(self.closed) + 1) <= now_ns
 
+    def percent_done(self, units_done: int, instant_ns: int) -> int:
+        """% of the planned units done, or of the time limit passed when the work is endless."""
+        until = self.endless_until_ns
+        if until is not None:
+            span = until - self.start_ns
+            return min(100, (instant_ns - self.start_ns) * 100 // span) if until else 0
+        if not self.planned_units:
+            return 100
+        return min(100, units_done * 100 // self.planned_units)
+
     def _close(self, k: int, stop_ns: int, active: Callable[[int], int]) -> IntervalStats:
         acc = self._open.pop(k, None) or _Open()
         done = self._done
@@ -172,7 +192,7 @@ class IntervalSeries:
         done[1] += acc.bytes
         done[2] += acc.entries
         unit_done = done[2] if self.dir_mode else done[0]
-        percent = min(100, unit_done * 100 // self.planned_units) if self.planned_units else 100
+        percent = self.percent_done(unit_done, stop_ns)
         cpu = 0
         first, last = self._cpu.get(k), self._cpu.get(k + 1)
         if first is not None and last is not None:

@@ -103,6 +103,7 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
             rng=np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, rank])),
             backward=cfg.backward,
             stride=stride,
+            loop=cfg.infloop,
         )
         for rank, (part, count) in enumerate(zip(parts, counts, strict=False))
     ]
@@ -226,6 +227,8 @@ async def run_phase(
         series.sample_cpu(0, cpu["start"])
         if cfg.timelimit_s:
             shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
+        if cfg.infloop:
+            series.endless_until_ns = shared.deadline_ns
         async with anyio.create_task_group() as watcher:
             watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
             async with anyio.create_task_group() as group:
@@ -322,7 +325,7 @@ def _progress(
     done = counts[2] if dir_mode else counts[0]
     planned = series.planned_units
     eta: int | None = None
-    if done:
+    if done and series.endless_until_ns is None:
         eta = elapsed * max(planned - done, 0) // done
     if shared.deadline_ns:
         left = max(shared.deadline_ns - now, 0)
@@ -330,7 +333,7 @@ def _progress(
     return Progress(
         phase=name,
         elapsed_ns=elapsed,
-        done_percent=min(100, done * 100 // planned) if planned else 100,
+        done_percent=series.percent_done(done, now),
         done_bytes=counts[1],
         bytes_per_s=rate(counts[1] - seen[1], span_ns),
         iops=rate(counts[0] - seen[0], span_ns),

@@ -164,6 +164,8 @@ def _resolve_dirs(cfg: BenchConfig) -> Resolved:
     ):
         if given:
             raise ConfigError(f"{name}: not supported in dir mode (files are read whole)")
+    if cfg.infloop:
+        raise ConfigError("--infloop: not supported in dir mode yet")
     resizing = cfg.file_size_options()
     if resizing:
         raise ConfigError(f"{resizing[0]}: not supported in dir mode yet (files are created whole)")

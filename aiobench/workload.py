@@ -118,9 +118,11 @@ class OpStream:
         rng: np.random.Generator,
         backward: bool = False,
         stride: int = 1,
+        loop: bool = False,
     ) -> None:
         """``part`` holds the thread's blocks ``first + i*stride`` for ``i < blocks``;
-        ``backward`` visits them from the last to the first."""
+        ``backward`` visits them from the last to the first. With ``loop`` (--infloop) the
+        stream starts over after its last operation and never runs dry."""
         self.layout = layout
         self.part = part
         self.total_ops = total_ops
@@ -129,6 +131,8 @@ class OpStream:
         self.aligned = aligned
         self.backward = backward
         self.stride = stride
+        self.loop = loop
+        self.passes = 0  # completed passes over the thread's work (--infloop)
         self.rng = rng
         # Random writes visit every block once, aligned or not (unaligned ones shifted inside
         # their block), so each file reaches its full size and a later read finds no EOF.
@@ -156,6 +160,11 @@ class OpStream:
         else:
             run = self._sequential(count)
         self.issued += len(run)
+        if self.loop and self.issued == self.total_ops:
+            # Start over at once, so a looping stream always has operations left; random
+            # writes go on with the next period of their permutation (again every block).
+            self.issued = 0
+            self.passes += 1
         return run
 
     def _sequential(self, count: int) -> OpRun:

@@ -166,6 +166,27 @@ def bench(
             help="Each thread starts its work over when done, until --timelimit (or Ctrl+C).",
         ),
     ] = False,
+    iterations: Annotated[
+        int,
+        typer.Option(
+            "-i", "--iterations", help="Run the whole phase sequence N times, then a summary."
+        ),
+    ] = 1,
+    verify: Annotated[
+        int | None,
+        typer.Option(
+            "--verify",
+            metavar="SALT",
+            help="Write the 64-bit word o + SALT at every file offset o; reads check it and "
+            "stop at the first mismatch.",
+        ),
+    ] = None,
+    verifydirect: Annotated[
+        bool,
+        typer.Option(
+            "--verifydirect", help="With --verify: read each block back right after writing it."
+        ),
+    ] = False,
     timelimit: Annotated[
         int, typer.Option("--timelimit", help="Seconds per phase; 0 = no limit.")
     ] = 0,
@@ -273,6 +294,9 @@ def bench(
         sync=sync,
         dropcache=dropcache,
         infloop=infloop,
+        iterations=iterations,
+        verify=verify,
+        verifydirect=verifydirect,
         timelimit=timelimit,
         label=label,
         nolive=nolive,

@@ -52,6 +52,9 @@ class BenchConfig:
     preallocfile: bool = False  # before a write phase: posix_fallocate -s bytes
     sync: bool = False  # SYNC block before the first phase and after each
     infloop: bool = False  # each thread starts its work over until the time limit
+    iterations: int = 1  # -i: the whole phase sequence, this many times
+    verify: int | None = None  # --verify SALT: the word at file offset o holds o + SALT
+    verifydirect: bool = False  # read each block back right after writing it
     dropcache: bool = False  # DROPCACHE block likewise (root)
     timelimit_s: int  # 0 = none
     label: str
@@ -153,6 +156,9 @@ def build_config(
     sync: bool = False,
     dropcache: bool = False,
     infloop: bool = False,
+    iterations: int = 1,
+    verify: int | None = None,
+    verifydirect: bool = False,
     label: str,
     nolive: bool,
     json_path: str | None,
@@ -248,6 +254,20 @@ def build_config(
         raise ConfigError(
             f"--dropcache: needs root (it writes {DROP_CACHES}); run as root or leave it out"
         )
+    if iterations < 1:
+        raise ConfigError(f"-i/--iterations: must be at least 1 (got {iterations})")
+    if verify is not None:
+        if not 0 < verify < 2**64:
+            raise ConfigError(f"--verify: the salt must be between 1 and 2^64-1 (got {verify})")
+        if write and rand:
+            raise ConfigError(
+                "--verify: cannot check random writes (give -w without --rand, then -r --rand)"
+            )
+    if verifydirect:
+        if verify is None:
+            raise ConfigError("--verifydirect: needs --verify SALT (the pattern to check)")
+        if not write:
+            raise ConfigError("--verifydirect: only applies with -w/--write")
     if backward and strided:
         raise ConfigError("--backward: cannot be combined with --strided (pick one order)")
     if json_path is not None and not json_path:
@@ -297,6 +317,9 @@ def build_config(
         sync=sync,
         dropcache=dropcache,
         infloop=infloop,
+        iterations=iterations,
+        verify=verify,
+        verifydirect=verifydirect,
         timelimit_s=timelimit,
         label=label,
         live=not nolive,

@@ -166,6 +166,8 @@ def _resolve_dirs(cfg: BenchConfig) -> Resolved:
             raise ConfigError(f"{name}: not supported in dir mode (files are read whole)")
     if cfg.infloop:
         raise ConfigError("--infloop: not supported in dir mode yet")
+    if cfg.verify is not None:
+        raise ConfigError("--verify: not supported in dir mode yet")
     resizing = cfg.file_size_options()
     if resizing:
         raise ConfigError(f"{resizing[0]}: not supported in dir mode yet (files are created whole)")

@@ -23,8 +23,9 @@ from typing import Protocol
 import numpy as np
 
 from aiobench.dirmode import EntryRun
-from aiobench.errors import BenchIOError
+from aiobench.errors import BenchIOError, VerifyError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
+from aiobench.verify import Mismatch, check, pattern
 from aiobench.workload import OpRun
 
 PAGE = mmap.PAGESIZE
@@ -76,6 +77,8 @@ class Job:
     direct: bool = False
     ignore_missing: bool = False
     stop: threading.Event | None = None
+    verify: int | None = None  # --verify SALT: write the pattern / check what is read
+    verify_direct: bool = False  # --verifydirect: read each written block back
 
 
 class SlotBuffer:
@@ -150,10 +153,23 @@ class PosixEngine:
         ops = job.ops
         batch = RawBatch([], [])
         try:
-            if job.kind == READ:
+            if job.verify is not None:
+                _verified(batch, job, ops, job.verify)
+            elif job.kind == READ:
                 self._read(batch, job, ops)
             else:
                 self._write(batch, job, ops)
+        except _Mismatch as exc:
+            done = len(batch.ends)
+            del batch.starts[done:]
+            index = ops.path_index
+            bad = exc.mismatch
+            batch.error = VerifyError(
+                path=job.paths[index if isinstance(index, int) else index[done]],
+                offset=bad.offset,
+                expected=bad.expected,
+                found=bad.found,
+            )
         except OSError as exc:
             done = len(batch.ends)
             del batch.starts[done:]
@@ -230,6 +246,42 @@ class PosixEngine:
                     return
         finally:
             buf.next_window, buf.next_stamp = window, stamp
+
+
+class _Mismatch(Exception):
+    def __init__(self, mismatch: Mismatch) -> None:
+        self.mismatch = mismatch
+
+
+def _verified(batch: RawBatch, job: Job, ops: OpRun, salt: int) -> None:
+    """--verify: write the pattern, or read and check it; one timed syscall per block.
+
+    Building and checking the pattern is untimed, and so is --verifydirect's read back. A
+    block that fails the check is not counted.
+    """
+    clock, until_ns, length, index = perf_counter_ns, job.until_ns, ops.length, ops.path_index
+    view = _read_view(job.buf, length)[0]  # writes use the same aligned memory
+    reading = job.kind == READ
+    fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
+    for fd, off in zip(fds, ops.offsets, strict=False):
+        if not reading:
+            view[:] = pattern(off, length, salt)
+        batch.starts.append(clock())
+        got = os.preadv(fd, [view], off) if reading else os.pwritev(fd, [view], off)
+        batch.ends.append(end := clock())
+        if got != length:
+            raise _short(batch.ends, got, length)
+        if not reading and job.verify_direct:
+            got = os.preadv(fd, [view], off)
+            if got != length:
+                raise _short(batch.ends, got, length)
+        if reading or job.verify_direct:
+            bad = check(view, off, salt)
+            if bad is not None:
+                batch.ends.pop()
+                raise _Mismatch(bad)
+        if end > until_ns:
+            return
 
 
 def _read_view(buf: SlotBuffer | None, length: int) -> list[memoryview]:

@@ -3,6 +3,7 @@
 AiobenchError
 ├── ConfigError      bad options or paths; nothing was created (exit 2)
 └── BenchIOError     an I/O call failed while measuring (exit 1)
+    └── VerifyError  --verify: a block did not hold the pattern (exit 1)
 """
 
 from __future__ import annotations
@@ -51,3 +52,19 @@ class BenchIOError(AiobenchError):
             "errno_name": errno_mod.errorcode.get(self.errno, ""),
             "message": str(self),
         }
+
+
+class VerifyError(BenchIOError):
+    """--verify: the first byte that differs from the pattern, and the word around it."""
+
+    def __init__(self, *, path: str, offset: int, expected: int, found: int) -> None:
+        super().__init__(path=path, offset=offset, errno=0, detail="data mismatch")
+        self.expected = expected
+        self.found = found
+        self.args = (
+            f"{path}: offset {offset}: data mismatch (--verify): expected word "
+            f"0x{expected:016x}, found 0x{found:016x}",
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return super().to_dict() | {"expected": self.expected, "found": self.found}

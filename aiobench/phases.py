@@ -194,6 +194,8 @@ async def run_phase(
         paths=ctx.paths,
         direct=cfg.direct,
         ignore_missing=cfg.nodelerr,
+        verify=cfg.verify,
+        verify_direct=cfg.verifydirect,
         stop=ctx.stop,
     )
     finished: list[int] = [0] * cfg.threads

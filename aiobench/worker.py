@@ -54,6 +54,8 @@ class PhaseShared:
     paths: Sequence[str]
     direct: bool = False
     ignore_missing: bool = False
+    verify: int | None = None
+    verify_direct: bool = False
     deadline_ns: int = 0
     start_ns: int = 0
     first_done_ns: int | None = None
@@ -151,6 +153,8 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
         direct=shared.direct,
         ignore_missing=shared.ignore_missing,
         stop=shared.stop,
+        verify=shared.verify,
+        verify_direct=shared.verify_direct,
     )
     try:
         raw = shared.engine.run(job)

@@ -187,6 +187,17 @@ def bench(
             "--verifydirect", help="With --verify: read each block back right after writing it."
         ),
     ] = False,
+    blockvarpct: Annotated[
+        int | None,
+        typer.Option(
+            "--blockvarpct",
+            metavar="PCT",
+            help="Share of each block refilled with new random data before each write "
+            "(0 = the same block every time). CPU cost: about 0.3 ms per MiB refilled on "
+            "one core. Default: no refill; windows of a random pool, each 4 KiB stamped "
+            "unique (incompressible, nothing to dedup) at no cost per write.",
+        ),
+    ] = None,
     timelimit: Annotated[
         int, typer.Option("--timelimit", help="Seconds per phase; 0 = no limit.")
     ] = 0,
@@ -297,6 +308,7 @@ def bench(
         iterations=iterations,
         verify=verify,
         verifydirect=verifydirect,
+        blockvarpct=blockvarpct,
         timelimit=timelimit,
         label=label,
         nolive=nolive,

@@ -55,6 +55,7 @@ class BenchConfig:
     iterations: int = 1  # -i: the whole phase sequence, this many times
     verify: int | None = None  # --verify SALT: the word at file offset o holds o + SALT
     verifydirect: bool = False  # read each block back right after writing it
+    blockvarpct: int | None = None  # None: stamped pool windows; else % refilled per write
     dropcache: bool = False  # DROPCACHE block likewise (root)
     timelimit_s: int  # 0 = none
     label: str
@@ -159,6 +160,7 @@ def build_config(
     iterations: int = 1,
     verify: int | None = None,
     verifydirect: bool = False,
+    blockvarpct: int | None = None,
     label: str,
     nolive: bool,
     json_path: str | None,
@@ -263,6 +265,13 @@ def build_config(
             raise ConfigError(
                 "--verify: cannot check random writes (give -w without --rand, then -r --rand)"
             )
+    if blockvarpct is not None:
+        if not 0 <= blockvarpct <= 100:
+            raise ConfigError(f"--blockvarpct: must be between 0 and 100 (got {blockvarpct})")
+        if verify is not None:
+            raise ConfigError(
+                "--blockvarpct: cannot be combined with --verify (the pattern is the data)"
+            )
     if verifydirect:
         if verify is None:
             raise ConfigError("--verifydirect: needs --verify SALT (the pattern to check)")
@@ -320,6 +329,7 @@ def build_config(
         iterations=iterations,
         verify=verify,
         verifydirect=verifydirect,
+        blockvarpct=blockvarpct,
         timelimit_s=timelimit,
         label=label,
         live=not nolive,

@@ -196,6 +196,7 @@ async def run_phase(
         ignore_missing=cfg.nodelerr,
         verify=cfg.verify,
         verify_direct=cfg.verifydirect,
+        block_var_pct=cfg.blockvarpct,
         stop=ctx.stop,
     )
     finished: list[int] = [0] * cfg.threads

@@ -56,6 +56,7 @@ class PhaseShared:
     ignore_missing: bool = False
     verify: int | None = None
     verify_direct: bool = False
+    block_var_pct: int | None = None
     deadline_ns: int = 0
     start_ns: int = 0
     first_done_ns: int | None = None
@@ -155,6 +156,7 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
         stop=shared.stop,
         verify=shared.verify,
         verify_direct=shared.verify_direct,
+        block_var_pct=shared.block_var_pct,
     )
     try:
         raw = shared.engine.run(job)

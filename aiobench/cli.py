@@ -198,6 +198,19 @@ def bench(
             "unique (incompressible, nothing to dedup) at no cost per write.",
         ),
     ] = None,
+    limitread: Annotated[
+        str | None,
+        typer.Option(
+            "--limitread",
+            metavar="SIZE",
+            help="Read at most SIZE bytes per second per thread, e.g. 20m; latency is also "
+            "reported from each operation's scheduled start.",
+        ),
+    ] = None,
+    limitwrite: Annotated[
+        str | None,
+        typer.Option("--limitwrite", metavar="SIZE", help="Likewise for writes, per thread."),
+    ] = None,
     timelimit: Annotated[
         int, typer.Option("--timelimit", help="Seconds per phase; 0 = no limit.")
     ] = 0,
@@ -309,6 +322,8 @@ def bench(
         verify=verify,
         verifydirect=verifydirect,
         blockvarpct=blockvarpct,
+        limitread=limitread,
+        limitwrite=limitwrite,
         timelimit=timelimit,
         label=label,
         nolive=nolive,

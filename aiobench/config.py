@@ -56,6 +56,8 @@ class BenchConfig:
     verify: int | None = None  # --verify SALT: the word at file offset o holds o + SALT
     verifydirect: bool = False  # read each block back right after writing it
     blockvarpct: int | None = None  # None: stamped pool windows; else % refilled per write
+    limitread: int = 0  # bytes per second per thread in read phases (0 = no limit)
+    limitwrite: int = 0  # likewise in write phases
     dropcache: bool = False  # DROPCACHE block likewise (root)
     timelimit_s: int  # 0 = none
     label: str
@@ -161,6 +163,8 @@ def build_config(
     verify: int | None = None,
     verifydirect: bool = False,
     blockvarpct: int | None = None,
+    limitread: str | None = None,
+    limitwrite: str | None = None,
     label: str,
     nolive: bool,
     json_path: str | None,
@@ -272,6 +276,13 @@ def build_config(
             raise ConfigError(
                 "--blockvarpct: cannot be combined with --verify (the pattern is the data)"
             )
+    limits = {}
+    for name, given in (("--limitread", limitread), ("--limitwrite", limitwrite)):
+        limits[name] = 0 if given is None else parse_size(given, name)
+        if given is not None and limits[name] == 0:
+            raise ConfigError(f"{name}: must be greater than 0 bytes per second")
+        if limits[name] and (verify is not None or blockvarpct is not None):
+            raise ConfigError(f"{name}: cannot be combined with --verify or --blockvarpct yet")
     if verifydirect:
         if verify is None:
             raise ConfigError("--verifydirect: needs --verify SALT (the pattern to check)")
@@ -330,6 +341,8 @@ def build_config(
         verify=verify,
         verifydirect=verifydirect,
         blockvarpct=blockvarpct,
+        limitread=limits["--limitread"],
+        limitwrite=limits["--limitwrite"],
         timelimit_s=timelimit,
         label=label,
         live=not nolive,

@@ -57,6 +57,8 @@ class RawBatch:
     io_starts: list[int] = field(default_factory=list)
     io_ends: list[int] = field(default_factory=list)
     error: BenchIOError | None = None
+    # Under a rate limit: when each completed operation was scheduled to start.
+    intended: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,8 @@ class Job:
     verify: int | None = None  # --verify SALT: write the pattern / check what is read
     verify_direct: bool = False  # --verifydirect: read each written block back
     block_var_pct: int | None = None  # --blockvarpct: % of the block refilled per write
+    rate_bytes_per_s: int = 0  # --limitread/--limitwrite for this thread (0 = none)
+    schedule_start_ns: int = 0  # the phase start: operation n is due n blocks' time later
 
 
 class SlotBuffer:
@@ -157,7 +161,9 @@ class PosixEngine:
         ops = job.ops
         batch = RawBatch([], [])
         try:
-            if job.verify is not None:
+            if job.rate_bytes_per_s:
+                _paced(batch, job, ops, job.rate_bytes_per_s)
+            elif job.verify is not None:
                 _verified(batch, job, ops, job.verify)
             elif job.kind == WRITE and job.block_var_pct is not None:
                 _write_varied(batch, job, ops, job.block_var_pct)
@@ -286,6 +292,40 @@ def _verified(batch: RawBatch, job: Job, ops: OpRun, salt: int) -> None:
             if bad is not None:
                 batch.ends.pop()
                 raise _Mismatch(bad)
+        if end > until_ns:
+            return
+
+
+def _paced(batch: RawBatch, job: Job, ops: OpRun, rate: int) -> None:
+    """--limitread/--limitwrite: each operation waits for its scheduled start.
+
+    Operation n of a thread is due ``n * block / rate`` after the phase start; one that is
+    late (the target stalled) starts at once, so the time from its due start to its end
+    includes the backlog (coordinated omission). The wait is untimed; a run ends instead of
+    sleeping past its budget, so stop requests and the time limit are still honoured.
+    """
+    buf = job.buf
+    assert buf is not None
+    clock, until_ns, length, index = perf_counter_ns, job.until_ns, ops.length, ops.path_index
+    reading = job.kind == READ
+    read_view = _read_view(buf, length)
+    ns_per_op = buf.block_size * 1_000_000_000 / rate
+    fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
+    for n, (fd, off) in enumerate(zip(fds, ops.offsets, strict=False)):
+        due = job.schedule_start_ns + int((ops.first_seq + n) * ns_per_op)
+        wait = due - clock()
+        if wait > 0:
+            if due > until_ns:
+                time.sleep(max(until_ns - clock(), 0) / 1e9)
+                return  # the rest of the run waits for the slot's next round-trip
+            time.sleep(wait / 1e9)
+        views = read_view if reading else buf.next_block(length)
+        batch.starts.append(clock())
+        got = os.preadv(fd, views, off) if reading else os.pwritev(fd, views, off)
+        batch.ends.append(end := clock())
+        if got != length:
+            raise _short(batch.ends, got, length)
+        batch.intended.append(due)
         if end > until_ns:
             return
 

@@ -157,6 +157,13 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
         shared.fail(BenchIOError.from_os(os.path.join(ctx.paths[index], name), 0, exc))
 
 
+def _rate_limit(cfg: BenchConfig, layout: Layout | DirLayout, kind: str) -> int:
+    """Bytes per second per thread this phase may move (0 = no limit)."""
+    if isinstance(layout, DirLayout):
+        return 0
+    return {READ: cfg.limitread, WRITE: cfg.limitwrite}.get(kind, 0)
+
+
 def _prepare_files(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
     """Untimed, before a write phase: --trunc, --trunctosize, --preallocfile, in that order."""
     cfg, layout = ctx.cfg, ctx.layout
@@ -197,6 +204,7 @@ async def run_phase(
         verify=cfg.verify,
         verify_direct=cfg.verifydirect,
         block_var_pct=cfg.blockvarpct,
+        rate_bytes_per_s=_rate_limit(cfg, ctx.layout, kind),
         stop=ctx.stop,
     )
     finished: list[int] = [0] * cfg.threads

@@ -170,6 +170,9 @@ def _resolve_dirs(cfg: BenchConfig) -> Resolved:
         raise ConfigError("--verify: not supported in dir mode yet")
     if cfg.blockvarpct is not None:
         raise ConfigError("--blockvarpct: not supported in dir mode yet")
+    for name, limit in (("--limitread", cfg.limitread), ("--limitwrite", cfg.limitwrite)):
+        if limit:
+            raise ConfigError(f"{name}: not supported in dir mode yet")
     resizing = cfg.file_size_options()
     if resizing:
         raise ConfigError(f"{resizing[0]}: not supported in dir mode yet (files are created whole)")

@@ -57,6 +57,7 @@ class PhaseShared:
     verify: int | None = None
     verify_direct: bool = False
     block_var_pct: int | None = None
+    rate_bytes_per_s: int = 0
     deadline_ns: int = 0
     start_ns: int = 0
     first_done_ns: int | None = None
@@ -107,6 +108,8 @@ class Slot:
     buffer: SlotBuffer | None
     recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
     entry_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
+    # Under a rate limit: from each operation's scheduled start to its end.
+    sched_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
     ops: int = 0
     bytes: int = 0
     entries: int = 0
@@ -157,6 +160,8 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
         verify=shared.verify,
         verify_direct=shared.verify_direct,
         block_var_pct=shared.block_var_pct,
+        rate_bytes_per_s=shared.rate_bytes_per_s,
+        schedule_start_ns=shared.start_ns,
     )
     try:
         raw = shared.engine.run(job)
@@ -172,6 +177,8 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
         slot.recorder.add(io_latency)
     else:
         slot.recorder.add(unit_latency)
+        if raw.intended:
+            slot.sched_recorder.add(ends - _int64(raw.intended))
     return Done(run, ends, io_ends, unit_latency, io_latency), raw.error
 
 

@@ -6,6 +6,7 @@ Pure: a stream turns a thread's :class:`~aiobench.targets.Slice` into runs of
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,9 @@ class OpRun:
     # ``path_index`` as an array when it is a list (per-target counting without a
     # conversion on the event loop).
     path_array: IntArray | None = None
+    # The thread's count of operations handed out before this run's first (its place in
+    # the thread's schedule under --limitread/--limitwrite).
+    first_seq: int = 0
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -57,9 +61,8 @@ class OpRun:
         """The operations of this run that come after the first ``done``."""
         index, array = self.path_index, self.path_array
         rest = index if isinstance(index, int) else index[done:]
-        return OpRun(
-            rest, self.offsets[done:], self.length, None if array is None else array[done:]
-        )
+        rest_array = None if array is None else array[done:]
+        return OpRun(rest, self.offsets[done:], self.length, rest_array, self.first_seq + done)
 
 
 class Permutation:
@@ -133,6 +136,7 @@ class OpStream:
         self.stride = stride
         self.loop = loop
         self.passes = 0  # completed passes over the thread's work (--infloop)
+        self.taken = 0  # operations handed out in all passes
         self.rng = rng
         # Random writes visit every block once, aligned or not (unaligned ones shifted inside
         # their block), so each file reaches its full size and a later read finds no EOF.
@@ -159,7 +163,9 @@ class OpStream:
             run = self._ordered(count)
         else:
             run = self._sequential(count)
+        run = dataclasses.replace(run, first_seq=self.taken)
         self.issued += len(run)
+        self.taken += len(run)
         if self.loop and self.issued == self.total_ops:
             # Start over at once, so a looping stream always has operations left; random
             # writes go on with the next period of their permutation (again every block).

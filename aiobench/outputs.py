@@ -26,8 +26,8 @@ from aiobench.render.csv import (
 )
 from aiobench.render.json import interval_record, phase_record
 from aiobench.render.live import LiveLine
-from aiobench.render.table import HEADER, phase_text
-from aiobench.results import IntervalStats, PhaseResult, Progress
+from aiobench.render.table import HEADER, phase_text, summary_text
+from aiobench.results import IntervalStats, PhaseResult, Progress, RunResult
 
 _CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
 
@@ -130,17 +130,20 @@ class Outputs(Observer):
         if self.live is not None:
             self.live.stop()
 
+    def _show(self, text: str) -> None:
+        try:
+            self.human.write(text)
+            self.human.flush()
+        except BrokenPipeError:
+            # The reader went away (`| head`): the run and its result files go on.
+            silence(self.human)
+
     def phase_done(self, phase: PhaseResult) -> None:
         """A phase's result: the table block on the terminal, a record in each result file."""
         cfg = self.cfg
         text = phase_text(phase, cfg.show_pertarget)
         # The header waits for the first result: a setup error must stay a single line.
-        try:
-            self.human.write(("" if self.shown else HEADER) + text)
-            self.human.flush()
-        except BrokenPipeError:
-            # The reader went away (`| head`): the run and its result files go on.
-            silence(self.human)
+        self._show(("" if self.shown else HEADER) + text)
         if cfg.resfile_path is not None:
             self._write(
                 "--resfile", cfg.resfile_path, (self._res_header() if not self.shown else "") + text
@@ -153,6 +156,19 @@ class Outputs(Observer):
                 "--jsonfile", cfg.jsonfile_path, phase_record(self.meta, phase, phase.start_time)
             )
         self.shown.append(phase)
+
+    def run_done(self, result: RunResult) -> None:
+        """After the last block: the ``-i`` summary, in the table and the ``--resfile``.
+
+        ``--csvfile`` and ``--jsonfile`` keep one record per block; their readers have
+        every iteration's figures (and the ``--json`` document has the summary).
+        """
+        text = summary_text(result.phases)
+        if not text:
+            return
+        self._show(text)
+        if self.cfg.resfile_path is not None:
+            self._write("--resfile", self.cfg.resfile_path, text)
 
     def _res_header(self) -> str:
         """elbencho's resfile preamble: date, label, command line, then the table header."""

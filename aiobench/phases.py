@@ -24,6 +24,7 @@ from aiobench.results import (
     IntervalStats,
     PhaseResult,
     Progress,
+    RunResult,
     TargetTotals,
     ThreadTotals,
     Totals,
@@ -54,6 +55,10 @@ class Observer:
 
     def phase_ended(self, name: str) -> None:
         """The phase's I/O is over (its result follows)."""
+
+    def run_done(self, result: RunResult) -> None:
+        """Every block is reported and nothing more will be measured (the ``-i`` summary
+        follows the last block); called on success, error and signal alike."""
 
 
 @dataclass(slots=True)
@@ -403,13 +408,14 @@ def _summarise(
     start = shared.start_ns
     first = shared.first_done_ns or start
     cpus = len(os.sched_getaffinity(0))
-    latency, entry_latency = LatencyRecorder(), LatencyRecorder()
+    latency, entry_latency, sched = LatencyRecorder(), LatencyRecorder(), LatencyRecorder()
     first_totals = [0, 0, 0]
     threads = []
     for rank, rank_slots in enumerate(slots):
         for slot in rank_slots:
             latency.merge(slot.recorder)
             entry_latency.merge(slot.entry_recorder)
+            sched.merge(slot.sched_recorder)
             for i, value in enumerate(slot.snapshot_at(first)):
                 first_totals[i] += value
         threads.append(
@@ -446,6 +452,7 @@ def _summarise(
         last_done=last_done,
         io_latency=latency.summary(),
         entry_latency=entry_latency.summary() if isinstance(ctx.layout, DirLayout) else None,
+        sched_latency=sched.summary() if shared.rate_bytes_per_s else None,
         peak_inflight_ops=shared.peak_inflight,
         threads=tuple(threads),
         targets=_targets(ctx, slots, worked, last_done),

@@ -6,6 +6,11 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     2 — phases[].intervals (latency over time), phases[].per_target (storagebench report),
         cpu_percent in first_done/last_done, meta.live_interval_ms; the NDJSON records of
         --jsonfile and --livejson (record.schema.json).
+    2, extended without a bump (optional keys, always written now; a version-2 reader
+        that does not know them loses nothing it had) — phases[].iteration (``-i``,
+        0-based) and the top-level iterations_summary (per phase: min/max/mean/stddev of
+        the last-done rates and elapsed_ns over the iterations; [] for one iteration).
+        A document without them is one iteration.
 """
 
 from __future__ import annotations
@@ -181,12 +186,16 @@ class PhaseResult:
     last_done: Totals
     io_latency: LatencySummary
     entry_latency: LatencySummary | None = None  # dir mode only: per dir or whole file
+    # Under --limitread/--limitwrite: from each operation's scheduled start to its end.
+    sched_latency: LatencySummary | None = None
     peak_inflight_ops: int
     threads: tuple[ThreadTotals, ...]
     targets: tuple[TargetTotals, ...] = ()
     intervals: tuple[IntervalStats, ...] = ()
     time_limited: bool = False
     interrupted: bool = False
+    iteration: int = 0  # -i: which repetition of the phase sequence (0-based) this block is
+    iterations: int = 1  # -i: how many the run was asked for (decides the summary block)
 
     @property
     def target_report(self) -> TargetReport | None:

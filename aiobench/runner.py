@@ -1,7 +1,8 @@
-"""Runs a whole benchmark: setup, the phases in their fixed order, signals, teardown."""
+"""Runs a whole benchmark: setup, the phases in their fixed order (``-i`` times), signals."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import platform
 import signal
@@ -117,8 +118,9 @@ def run_benchmark(
     if on_ready is not None:
         on_ready()  # setup can no longer fail: notes for the user may go out now
 
-    def report(phase: PhaseResult, error: BenchIOError | None) -> bool:
+    def report(phase: PhaseResult, error: BenchIOError | None, iteration: int) -> bool:
         """Keep a block's result; whether the run goes on."""
+        phase = dataclasses.replace(phase, iteration=iteration, iterations=cfg.iterations)
         result.phases.append(phase)
         if on_phase is not None:
             on_phase(phase)
@@ -126,20 +128,30 @@ def run_benchmark(
             result.error = error.to_dict()
         return error is None and not stop.is_set() and not phase.time_limited
 
-    async def housekeeping() -> bool:
+    async def housekeeping(iteration: int) -> bool:
         for kind in housekeeping_kinds(cfg):
-            if not report(*await run_housekeeping(kind, opened.fds, cfg.paths)):
+            if not report(*await run_housekeeping(kind, opened.fds, cfg.paths), iteration):
+                return False
+        return True
+
+    async def sequence(iteration: int) -> bool:
+        """The housekeeping blocks and phases once, in their fixed order; whether to go on."""
+        if not await housekeeping(iteration):
+            return False
+        for index, kind in enumerate(kinds):
+            # Each phase of each iteration draws its own offsets and data from the seed;
+            # iteration 0 numbers its phases as a run without -i does (same seed, same I/O).
+            phase, shared = await run_phase(ctx, kind, iteration * len(kinds) + index)
+            if not report(phase, shared.error, iteration) or not await housekeeping(iteration):
                 return False
         return True
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(_watch_signals, stop, result)
-            if await housekeeping():
-                for index, kind in enumerate(kinds):
-                    phase, shared = await run_phase(ctx, kind, index)
-                    if not report(phase, shared.error) or not await housekeeping():
-                        break
+            for iteration in range(cfg.iterations):
+                if not await sequence(iteration):
+                    break
             group.cancel_scope.cancel()
 
     try:
@@ -148,6 +160,7 @@ def run_benchmark(
     finally:
         executor.shutdown(wait=True)
         opened.close()
+    ctx.observer.run_done(result)
     return result
 
 

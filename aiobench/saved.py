@@ -1,7 +1,10 @@
 """Saved runs: a ``--json`` document read back into the result model (``show``, ``compare``).
 
 Reads schema versions 1 and 2; what version 1 lacks (intervals, per-target counts, CPU)
-comes back empty. A file that is not such a document is a usage error naming the file.
+comes back empty, and a document without ``iteration`` keys is one iteration. The
+``iterations_summary`` is not read back: it is recomputed from the phases as the run
+computed it, so ``show`` prints the very summary the run printed. A file that is not such
+a document is a usage error naming the file.
 """
 
 from __future__ import annotations
@@ -47,13 +50,15 @@ def load_document(path: str) -> dict[str, Any]:
 def load_run(path: str) -> RunResult:
     doc = load_document(path)
     try:
+        config = doc["meta"].get("config") or {}
+        iterations = int(config.get("iterations", 1))
         return RunResult(
             meta=doc["meta"],
-            phases=[_phase(p) for p in doc["phases"]],
+            phases=[_phase(p, iterations) for p in doc["phases"]],
             interrupted=bool(doc.get("interrupted", False)),
             error=doc.get("error"),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: not a complete aiobench result ({exc!r})") from None
 
 
@@ -99,7 +104,7 @@ def _interval(d: dict[str, Any]) -> IntervalStats:
     )
 
 
-def _phase(d: dict[str, Any]) -> PhaseResult:
+def _phase(d: dict[str, Any], iterations: int) -> PhaseResult:
     latency = d["latency"]
     targets = (d.get("per_target") or {}).get("targets", [])
     return PhaseResult(
@@ -109,6 +114,7 @@ def _phase(d: dict[str, Any]) -> PhaseResult:
         last_done=_totals(d["last_done"]),
         io_latency=latency_summary(latency["io"]),
         entry_latency=latency_summary(latency["entries"]) if "entries" in latency else None,
+        sched_latency=latency_summary(latency["sched"]) if "sched" in latency else None,
         peak_inflight_ops=d["peak_inflight_ops"],
         threads=tuple(
             ThreadTotals(
@@ -134,4 +140,6 @@ def _phase(d: dict[str, Any]) -> PhaseResult:
         intervals=tuple(_interval(iv) for iv in d.get("intervals", [])),
         time_limited=d["time_limited"],
         interrupted=d["interrupted"],
+        iteration=d.get("iteration", 0),
+        iterations=iterations,
     )

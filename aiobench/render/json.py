@@ -7,6 +7,7 @@ import os
 import secrets
 from typing import Any
 
+from aiobench.iterations import SUMMARY_METRICS, IterationSummary, Spread, summarize
 from aiobench.results import (
     SCHEMA_VERSION,
     IntervalStats,
@@ -47,10 +48,14 @@ def latency_dict(lat: LatencySummary) -> dict[str, Any]:
     }
 
 
-def _latencies(io: LatencySummary, entries: LatencySummary | None) -> dict[str, Any]:
+def _latencies(
+    io: LatencySummary, entries: LatencySummary | None, sched: LatencySummary | None = None
+) -> dict[str, Any]:
     out = {"io": latency_dict(io)}
     if entries is not None:
         out["entries"] = latency_dict(entries)
+    if sched is not None:
+        out["sched"] = latency_dict(sched)
     return out
 
 
@@ -104,9 +109,10 @@ def per_target_dict(phase: PhaseResult) -> dict[str, Any]:
 
 
 def phase_dict(phase: PhaseResult) -> dict[str, Any]:
-    latency = _latencies(phase.io_latency, phase.entry_latency)
+    latency = _latencies(phase.io_latency, phase.entry_latency, phase.sched_latency)
     return {
         "phase": phase.name,
+        "iteration": phase.iteration,
         "start_time": phase.start_time,
         "first_done": _totals(phase.first_done),
         "last_done": _totals(phase.last_done),
@@ -129,9 +135,19 @@ def phase_dict(phase: PhaseResult) -> dict[str, Any]:
     }
 
 
+def _spread(s: Spread) -> dict[str, Any]:
+    return {"min": s.min, "max": s.max, "mean": round(s.mean, 1), "stddev": round(s.stddev, 1)}
+
+
+def summary_dict(summary: IterationSummary) -> dict[str, Any]:
+    out: dict[str, Any] = {"phase": summary.phase, "iterations": summary.iterations}
+    return out | {metric: _spread(summary.spread(metric)) for metric in SUMMARY_METRICS}
+
+
 def result_dict(result: RunResult) -> dict[str, Any]:
     out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "meta": result.meta}
     out["phases"] = [phase_dict(p) for p in result.phases]
+    out["iterations_summary"] = [summary_dict(s) for s in summarize(result.phases)]
     out["interrupted"] = result.interrupted
     out["error"] = result.error
     return out

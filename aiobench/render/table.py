@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from aiobench.iterations import IterationSummary, summarize
 from aiobench.results import PhaseResult, TargetTotals
 from aiobench.stats import TABLE_PERCENTILES, LatencySummary
-from aiobench.units import MIB, format_elapsed, format_latency, format_us
+from aiobench.units import MIB, NS_PER_MS, format_elapsed, format_latency, format_us
 
 HEADER = (
     "OPERATION   RESULT TYPE         FIRST DONE   LAST DONE\n"
@@ -35,7 +36,11 @@ def latency_rows(prefix: str, lat: LatencySummary) -> str:
 
 def entry_label(phase: PhaseResult) -> str:
     """``Dirs`` for MKDIRS/RMDIRS, ``Files`` for the file phases of dir mode."""
-    return "Dirs" if phase.name in ("MKDIRS", "RMDIRS") else "Files"
+    return _entry_label(phase.name)
+
+
+def _entry_label(name: str) -> str:
+    return "Dirs" if name in ("MKDIRS", "RMDIRS") else "Files"
 
 
 def phase_block(phase: PhaseResult) -> str:
@@ -60,7 +65,11 @@ def phase_block(phase: PhaseResult) -> str:
         out += _row("", f"{entries} total", first.entries, last.entries)
     if phase.entry_latency is not None:
         out += latency_rows(entries, phase.entry_latency)
-    return out + latency_rows("IO", phase.io_latency) + SEPARATOR
+    out += latency_rows("IO", phase.io_latency)
+    if phase.sched_latency is not None:
+        # Under a rate limit: from each operation's scheduled start (coordinated omission).
+        out += latency_rows("Sched", phase.sched_latency)
+    return out + SEPARATOR
 
 
 def _target_columns(phase: PhaseResult) -> list[tuple[str, str]]:
@@ -114,5 +123,35 @@ def phase_text(phase: PhaseResult, pertarget: bool) -> str:
     return phase_block(phase) + (target_block(phase) if pertarget else "")
 
 
+def _summary_row(op: str, name: str, cells: tuple[object, ...]) -> str:
+    return f"{op:<11} {name:<17}:" + "".join(f" {c!s:>11}" for c in cells) + "\n"
+
+
+def summary_block(summary: IterationSummary) -> str:
+    """One phase over the iterations: min, max, mean and population stddev of each rate.
+
+    Rows follow the phase block: the elapsed time, then only the rates with counts behind
+    them; every figure is truncated to a whole number as the block's rates are (MiB/s is
+    bytes/s // 2^20, so min and max are exactly the smallest and largest block's figure).
+    """
+    entries = _entry_label(summary.phase)
+    title = f"{summary.phase} over {summary.iterations}"
+    out = _summary_row("SUMMARY", title, ("min", "max", "mean", "stddev"))
+    out += _summary_row("", "Elapsed ms", summary.spread("elapsed_ns").floored(NS_PER_MS))
+    if summary.has("entries"):
+        out += _summary_row("", f"{entries}/s", summary.spread("entries_per_s").floored())
+    # As in the blocks: IOPS equal to Files/s in every iteration is shown once.
+    if any(b.last_done.ops and b.last_done.ops != b.last_done.entries for b in summary.blocks):
+        out += _summary_row("", "IOPS", summary.spread("iops").floored())
+    if summary.has("bytes"):
+        out += _summary_row("", "Throughput MiB/s", summary.spread("bytes_per_s").floored(MIB))
+    return out + SEPARATOR
+
+
+def summary_text(phases: list[PhaseResult]) -> str:
+    """The ``-i N`` summary blocks that follow the last block; '' for a single iteration."""
+    return "".join(summary_block(s) for s in summarize(phases))
+
+
 def render_table(phases: list[PhaseResult], pertarget: bool = False) -> str:
-    return HEADER + "".join(phase_text(p, pertarget) for p in phases)
+    return HEADER + "".join(phase_text(p, pertarget) for p in phases) + summary_text(phases)

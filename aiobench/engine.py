@@ -62,6 +62,18 @@ class RawBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class IoOptions:
+    """How a phase issues its operations; made once per phase, shared by all its jobs."""
+
+    direct: bool = False
+    ignore_missing: bool = False  # dir mode, --nodelerr: a missing entry counts as done
+    verify: int | None = None  # --verify SALT: write the pattern / check what is read
+    verify_direct: bool = False  # --verifydirect: read each written block back
+    block_var_pct: int | None = None  # --blockvarpct: % of the block refilled per write
+    rate_bytes_per_s: int = 0  # --limitread/--limitwrite for each thread (0 = none)
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """One executor round-trip: run ``ops`` until done or a unit ends past ``until_ns``.
 
@@ -76,13 +88,8 @@ class Job:
     buf: SlotBuffer | None
     until_ns: int
     deadline_ns: int = 0
-    direct: bool = False
-    ignore_missing: bool = False
     stop: threading.Event | None = None
-    verify: int | None = None  # --verify SALT: write the pattern / check what is read
-    verify_direct: bool = False  # --verifydirect: read each written block back
-    block_var_pct: int | None = None  # --blockvarpct: % of the block refilled per write
-    rate_bytes_per_s: int = 0  # --limitread/--limitwrite for this thread (0 = none)
+    options: IoOptions = IoOptions()
     schedule_start_ns: int = 0  # the phase start: operation n is due n blocks' time later
 
 
@@ -161,12 +168,13 @@ class PosixEngine:
         ops = job.ops
         batch = RawBatch([], [])
         try:
-            if job.rate_bytes_per_s:
-                _paced(batch, job, ops, job.rate_bytes_per_s)
-            elif job.verify is not None:
-                _verified(batch, job, ops, job.verify)
-            elif job.kind == WRITE and job.block_var_pct is not None:
-                _write_varied(batch, job, ops, job.block_var_pct)
+            opts = job.options
+            if opts.rate_bytes_per_s:
+                _paced(batch, job, ops, opts.rate_bytes_per_s)
+            elif opts.verify is not None:
+                _verified(batch, job, ops, opts.verify)
+            elif job.kind == WRITE and opts.block_var_pct is not None:
+                _write_varied(batch, job, ops, opts.block_var_pct)
             elif job.kind == READ:
                 self._read(batch, job, ops)
             else:
@@ -283,11 +291,11 @@ def _verified(batch: RawBatch, job: Job, ops: OpRun, salt: int) -> None:
         batch.ends.append(end := clock())
         if got != length:
             raise _short(batch.ends, got, length)
-        if not reading and job.verify_direct:
+        if not reading and job.options.verify_direct:
             got = os.preadv(fd, [view], off)
             if got != length:
                 raise _short(batch.ends, got, length)
-        if reading or job.verify_direct:
+        if reading or job.options.verify_direct:
             bad = check(view, off, salt)
             if bad is not None:
                 batch.ends.pop()
@@ -418,7 +426,7 @@ def _metadata(batch: RawBatch, job: Job, entries: Iterable[tuple[int, str]]) -> 
     tolerated: type[OSError] | tuple[()] = ()
     if job.kind == MKDIRS:
         tolerated = FileExistsError
-    elif job.ignore_missing:
+    elif job.options.ignore_missing:
         tolerated = FileNotFoundError
     for dfd, name in entries:
         add_start(clock())
@@ -440,7 +448,7 @@ def _files(batch: RawBatch, job: Job, run: EntryRun, entries: Iterable[tuple[int
     io_start, io_end = batch.io_starts.append, batch.io_ends.append
     writing = job.kind == WRITE
     flags = (os.O_CREAT | os.O_WRONLY) if writing else os.O_RDONLY
-    flags |= os.O_CLOEXEC | (os.O_DIRECT if job.direct else 0)
+    flags |= os.O_CLOEXEC | (os.O_DIRECT if job.options.direct else 0)
     size, block = run.size, run.block
     # (offset, length) of every block of a file; only the last one can be short.
     blocks = [(off, min(block, size - off)) for off in range(0, size, block)]

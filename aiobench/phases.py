@@ -16,7 +16,7 @@ import numpy as np
 
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryStream
-from aiobench.engine import DIR_MODE, Engine, SlotBuffer
+from aiobench.engine import DIR_MODE, Engine, IoOptions, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import MKDIRS, PHASE_NAMES, READ, RMDIRS, WRITE
@@ -204,12 +204,14 @@ async def run_phase(
         executor=ctx.executor,
         fds=ctx.fds,
         paths=ctx.paths,
-        direct=cfg.direct,
-        ignore_missing=cfg.nodelerr,
-        verify=cfg.verify,
-        verify_direct=cfg.verifydirect,
-        block_var_pct=cfg.blockvarpct,
-        rate_bytes_per_s=_rate_limit(cfg, ctx.layout, kind),
+        options=IoOptions(
+            direct=cfg.direct,
+            ignore_missing=cfg.nodelerr,
+            verify=cfg.verify,
+            verify_direct=cfg.verifydirect,
+            block_var_pct=cfg.blockvarpct,
+            rate_bytes_per_s=_rate_limit(cfg, ctx.layout, kind),
+        ),
         stop=ctx.stop,
     )
     finished: list[int] = [0] * cfg.threads
@@ -452,7 +454,7 @@ def _summarise(
         last_done=last_done,
         io_latency=latency.summary(),
         entry_latency=entry_latency.summary() if isinstance(ctx.layout, DirLayout) else None,
-        sched_latency=sched.summary() if shared.rate_bytes_per_s else None,
+        sched_latency=sched.summary() if shared.options.rate_bytes_per_s else None,
         peak_inflight_ops=shared.peak_inflight,
         threads=tuple(threads),
         targets=_targets(ctx, slots, worked, last_done),

@@ -20,7 +20,7 @@ import anyio
 import numpy as np
 
 from aiobench.dirmode import EntryRun, EntryStream
-from aiobench.engine import Engine, Job, SlotBuffer
+from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.intervals import IntervalSeries
 from aiobench.stats import Int64Array, LatencyRecorder
@@ -52,12 +52,7 @@ class PhaseShared:
     executor: Executor
     fds: Sequence[int]
     paths: Sequence[str]
-    direct: bool = False
-    ignore_missing: bool = False
-    verify: int | None = None
-    verify_direct: bool = False
-    block_var_pct: int | None = None
-    rate_bytes_per_s: int = 0
+    options: IoOptions = field(default_factory=IoOptions)
     deadline_ns: int = 0
     start_ns: int = 0
     first_done_ns: int | None = None
@@ -154,13 +149,8 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
         slot.buffer,
         until,
         deadline_ns=shared.deadline_ns,
-        direct=shared.direct,
-        ignore_missing=shared.ignore_missing,
         stop=shared.stop,
-        verify=shared.verify,
-        verify_direct=shared.verify_direct,
-        block_var_pct=shared.block_var_pct,
-        rate_bytes_per_s=shared.rate_bytes_per_s,
+        options=shared.options,
         schedule_start_ns=shared.start_ns,
     )
     try:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aiobench.dirmode import DirLayout, EntryRun, EntryStream
-from aiobench.engine import Job, NullEngine, PosixEngine, SlotBuffer
+from aiobench.engine import IoOptions, Job, NullEngine, PosixEngine, SlotBuffer
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.phases import run_phase
 from aiobench.render.table import render_table
@@ -133,15 +133,21 @@ def test_snapshot_inside_a_run_counts_entries_and_blocks_separately() -> None:
 # -- the engine on real files ----------------------------------------------------------------
 
 
-def engine_job(kind: str, dfd: int, root: Path, run: EntryRun, **over: object) -> Job:
+def engine_job(
+    kind: str,
+    dfd: int,
+    root: Path,
+    run: EntryRun,
+    stop: threading.Event | None = None,
+    **over: object,
+) -> Job:
     buf = None
     if run.size:
         buf = SlotBuffer(
             run.block, for_write=kind == WRITE, rng=np.random.default_rng(1), stamp_base=7
         )
-    args: dict[str, object] = dict(deadline_ns=0, direct=False, ignore_missing=False, stop=None)
-    args.update(over)
-    return Job(kind, [dfd], [str(root)], run, buf, 2**62, **args)  # type: ignore[arg-type]
+    options = IoOptions(**over)  # type: ignore[arg-type]
+    return Job(kind, [dfd], [str(root)], run, buf, 2**62, stop=stop, options=options)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.engine import Job, PosixEngine, SlotBuffer
+from aiobench.engine import IoOptions, Job, PosixEngine, SlotBuffer
 from aiobench.errors import VerifyError
 from aiobench.kinds import WRITE
 from aiobench.schema import load_schema
@@ -43,7 +43,8 @@ def test_check_names_the_first_wrong_byte_and_its_word() -> None:
 
 
 def verified_job(kind: str, fd: int, buf: SlotBuffer, offsets: list[int], **kw: object) -> Job:
-    return Job(kind, [fd], ["f"], OpRun(0, offsets, 4096), buf, 1 << 62, verify=SALT, **kw)  # type: ignore[arg-type]
+    options = IoOptions(verify=SALT, **kw)  # type: ignore[arg-type]
+    return Job(kind, [fd], ["f"], OpRun(0, offsets, 4096), buf, 1 << 62, options=options)
 
 
 def test_verifydirect_catches_a_write_that_lands_elsewhere(tmp_path: Path) -> None:

@@ -23,8 +23,33 @@ from aiobench.units import rate
 SCHEMA_VERSION = 2
 
 
+class _Rates:
+    """elbencho's rates of a result's counts over its time span (``span_ns``)."""
+
+    __slots__ = ()
+    ops: int
+    bytes: int
+    entries: int
+
+    @property
+    def span_ns(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def iops(self) -> int:
+        return rate(self.ops, self.span_ns)
+
+    @property
+    def bytes_per_s(self) -> int:
+        return rate(self.bytes, self.span_ns)
+
+    @property
+    def entries_per_s(self) -> int:
+        return rate(self.entries, self.span_ns)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Totals:
+class Totals(_Rates):
     """Counters of all threads at one instant, and the time from the common start to it."""
 
     elapsed_ns: int
@@ -34,16 +59,8 @@ class Totals:
     cpu_percent: int = 0  # this process's CPU time over all cores' time, 0..100
 
     @property
-    def iops(self) -> int:
-        return rate(self.ops, self.elapsed_ns)
-
-    @property
-    def bytes_per_s(self) -> int:
-        return rate(self.bytes, self.elapsed_ns)
-
-    @property
-    def entries_per_s(self) -> int:
-        return rate(self.entries, self.elapsed_ns)
+    def span_ns(self) -> int:
+        return self.elapsed_ns
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +79,7 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class IntervalStats:
+class IntervalStats(_Rates):
     """One ``--liveint`` interval of a phase; each unit counts in the interval it ended in.
 
     ``start_ns``/``end_ns`` are relative to the phase start; ``done_*`` are cumulative.
@@ -84,20 +101,12 @@ class IntervalStats:
     entry_latency: LatencySummary | None = None  # dir mode only
 
     @property
-    def iops(self) -> int:
-        return rate(self.ops, self.end_ns - self.start_ns)
-
-    @property
-    def bytes_per_s(self) -> int:
-        return rate(self.bytes, self.end_ns - self.start_ns)
-
-    @property
-    def entries_per_s(self) -> int:
-        return rate(self.entries, self.end_ns - self.start_ns)
+    def span_ns(self) -> int:
+        return self.end_ns - self.start_ns
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TargetTotals:
+class TargetTotals(_Rates):
     """What one target (PATH) got, over the elapsed time of its slowest thread."""
 
     index: int
@@ -108,16 +117,8 @@ class TargetTotals:
     elapsed_ns: int
 
     @property
-    def iops(self) -> int:
-        return rate(self.ops, self.elapsed_ns)
-
-    @property
-    def bytes_per_s(self) -> int:
-        return rate(self.bytes, self.elapsed_ns)
-
-    @property
-    def entries_per_s(self) -> int:
-        return rate(self.entries, self.elapsed_ns)
+    def span_ns(self) -> int:
+        return self.elapsed_ns
 
     @property
     def worked(self) -> bool:

@@ -1,12 +1,14 @@
-"""Shared fixtures: a subprocess runner for the real CLI."""
+"""Shared fixtures: a subprocess runner for the real CLI, small mounts for real stalls."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -62,3 +64,77 @@ def mounted_tmpfs(mnt: Path, options: str) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+class Ext4Loop:
+    """An ext4 filesystem on a loop device, mounted; undone in close() whatever happened."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.backing: str | None = None
+        self.device: str | None = None
+        self.mount: Path | None = None
+        self.frozen = False
+
+    def setup(self, size: int) -> Path:
+        # Backed by memory when /dev/shm is there: no disk writeback stalls of their own.
+        where = "/dev/shm" if os.path.isdir("/dev/shm") else str(self.workdir)
+        fd, self.backing = tempfile.mkstemp(prefix="aiobench-test-", suffix=".img", dir=where)
+        os.ftruncate(fd, size)
+        os.close(fd)
+        made = run_tool("mkfs.ext4", "-q", "-F", self.backing)
+        if made.returncode:
+            pytest.skip(f"mkfs.ext4 failed: {made.stderr.strip()}")
+        loop = run_tool("losetup", "--find", "--show", self.backing)
+        if loop.returncode:
+            pytest.skip(f"no loop device: {loop.stderr.strip()}")
+        self.device = loop.stdout.strip()
+        mnt = self.workdir / "mnt"
+        mnt.mkdir()
+        mounted = run_tool("mount", "-t", "ext4", self.device, str(mnt))
+        if mounted.returncode:
+            pytest.skip(f"cannot mount ext4 from a loop device: {mounted.stderr.strip()}")
+        self.mount = mnt
+        return mnt
+
+    def freeze(self) -> None:
+        assert self.mount is not None
+        self.frozen = True
+        proc = run_tool("fsfreeze", "-f", str(self.mount))
+        if proc.returncode:
+            pytest.skip(f"fsfreeze does not work here: {proc.stderr.strip()}")
+
+    def thaw(self) -> None:
+        if self.frozen and self.mount is not None:
+            run_tool("fsfreeze", "-u", str(self.mount))
+            self.frozen = False
+
+    def close(self) -> None:
+        self.thaw()
+        if self.mount is not None:
+            run_tool("umount", str(self.mount))
+            self.mount = None
+        if self.device is not None:
+            run_tool("losetup", "--detach", self.device)
+            self.device = None
+        if self.backing is not None:
+            os.unlink(self.backing)
+            self.backing = None
+
+
+def run_tool(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), capture_output=True, text=True, check=False, timeout=60)
+
+
+@pytest.fixture
+def ext4_loop(tmp_path: Path) -> Iterator[Ext4Loop]:
+    if os.geteuid() != 0:
+        pytest.skip("loop devices, mounts and fsfreeze need root")
+    for tool in ("mkfs.ext4", "losetup", "mount", "umount", "fsfreeze"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    fs = Ext4Loop(tmp_path)
+    try:
+        yield fs
+    finally:
+        fs.close()

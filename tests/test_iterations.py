@@ -38,6 +38,7 @@ from aiobench.runner import run_benchmark
 from aiobench.schema import load_schema
 from aiobench.targets import resolve
 from aiobench.workload import OpRun
+from tests.test_json_schema import _delete, _set
 from tests.test_render_table import no_latency
 from tests.test_targets import make_cfg
 
@@ -571,26 +572,6 @@ def test_schema_parts_are_strict() -> None:
     # Optional, so version-2 documents written before -i stay valid.
     assert "iterations_summary" not in defs["document"]["required"]
     assert "iteration" not in defs["phase"]["required"]
-
-
-def _set(path: list[str | int], value: object) -> Callable[[Doc], None]:
-    def mutate(doc: Doc) -> None:
-        node: Any = doc
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
-
-    return mutate
-
-
-def _delete(path: list[str | int]) -> Callable[[Doc], None]:
-    def mutate(doc: Doc) -> None:
-        node: Any = doc
-        for key in path[:-1]:
-            node = node[key]
-        del node[path[-1]]
-
-    return mutate
 
 
 S: list[str | int] = ["iterations_summary", 0]

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +14,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.schema import load_schema
 from aiobench.workload import OpRun
-from tests.conftest import RunCli
-from tests.test_intervals import Ext4Loop
+from tests.conftest import Ext4Loop, RunCli
 
 MIB = 1 << 20
 
@@ -65,35 +61,21 @@ def test_without_a_limit_there_is_no_sched_latency(run_cli: RunCli, tmp_path: Pa
     assert "Sched" not in proc.stdout
 
 
-@pytest.fixture
-def frozen_fs(tmp_path: Path) -> Iterator[Ext4Loop]:
-    if os.geteuid() != 0:
-        pytest.skip("loop devices, mounts and fsfreeze need root")
-    for tool in ("mkfs.ext4", "losetup", "mount", "umount", "fsfreeze"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
-    fs = Ext4Loop(tmp_path)
-    try:
-        yield fs
-    finally:
-        fs.close()
-
-
 @pytest.mark.root
 def test_a_stalled_target_shows_in_sched_latency_not_in_service_latency(
-    frozen_fs: Ext4Loop, tmp_path: Path
+    ext4_loop: Ext4Loop, tmp_path: Path
 ) -> None:
-    mnt = frozen_fs.setup(256 * MIB)
+    mnt = ext4_loop.setup(256 * MIB)
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "aiobench", "-w", "-b", "4k", "-s", "64m"]
     cmd += ["--limitwrite", "4m", "--timelimit", "3", "--nolive", str(mnt / "f")]
     proc = subprocess.Popen([*cmd, "--json", str(out)], stdout=subprocess.PIPE, text=True)
     try:
         time.sleep(1.5)
-        frozen_fs.freeze()
+        ext4_loop.freeze()
         time.sleep(0.5)
     finally:
-        frozen_fs.thaw()
+        ext4_loop.thaw()
     stdout, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
     phase = json.loads(out.read_text())["phases"][0]

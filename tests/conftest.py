@@ -15,28 +15,41 @@ from pathlib import Path
 import pytest
 import uvloop
 
+from aiobench.cli import main
+
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def run_aiobench(
+    *args: str, timeout: float = 120, cwd: str | Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m aiobench ARGS`` as a real process; returns the completed process."""
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    return subprocess.run(
+        [sys.executable, "-m", "aiobench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
 
 
 @pytest.fixture
 def run_cli() -> RunCli:
-    """Run ``python -m aiobench ARGS`` as a real process; returns the completed process."""
+    """:func:`run_aiobench`, for tests that take it as a fixture."""
+    return run_aiobench
 
-    def run(
-        *args: str, timeout: float = 120, cwd: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ, PYTHONWARNINGS="error")
-        return subprocess.run(
-            [sys.executable, "-m", "aiobench", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            cwd=cwd,
-            check=False,
-        )
 
-    return run
+def call_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """The console entry point in this process: (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    code = exited.value.code
+    assert isinstance(code, int), code
+    return code, out, err
 
 
 def pytest_asyncio_loop_factories(
@@ -64,6 +77,13 @@ def mounted_tmpfs(mnt: Path, options: str) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB tmpfs (root): writes past it fail with ENOSPC."""
+    with mounted_tmpfs(tmp_path / "mnt", "size=1m") as mnt:
+        yield mnt
 
 
 class Ext4Loop:

@@ -6,7 +6,6 @@ import json
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from aiobench.engine import Job, NullEngine, RawBatch
@@ -17,6 +16,7 @@ from aiobench.workload import OpStream
 from tests.conftest import RunCli
 from tests.test_phases import context
 from tests.test_targets import make_cfg
+from tests.test_workload import stream
 
 
 def ops_of(stream: OpStream, step: int = 3) -> list[tuple[int, int, int]]:
@@ -30,23 +30,9 @@ def ops_of(stream: OpStream, step: int = 3) -> list[tuple[int, int, int]]:
     return out
 
 
-def ordered(layout: Layout, part: Slice, *, backward: bool = False, stride: int = 1) -> OpStream:
-    return OpStream(
-        layout=layout,
-        part=part,
-        total_ops=part.blocks,
-        rand=False,
-        aligned=True,
-        permute=False,
-        rng=np.random.default_rng(0),
-        backward=backward,
-        stride=stride,
-    )
-
-
 def test_backward_visits_the_slice_from_its_end_with_short_blocks_on_their_own() -> None:
     layout = Layout((2500, 2000), 1000)  # blocks: 1000,1000,500 | 1000,1000
-    ops = ops_of(ordered(layout, Slice(1, 4), backward=True))
+    ops = ops_of(stream(layout, Slice(1, 4), backward=True))
     assert ops == [(1, 1000, 1000), (1, 0, 1000), (0, 2000, 500), (0, 1000, 1000)]
 
 
@@ -56,7 +42,7 @@ def test_strided_thread_takes_every_nth_block_across_paths() -> None:
     seen: list[tuple[int, int]] = []
     for rank in range(threads):
         part = Slice(rank, len(range(rank, layout.total_blocks, threads)))
-        ops = ops_of(ordered(layout, part, stride=threads), step=5)
+        ops = ops_of(stream(layout, part, stride=threads), step=5)
         blocks = [layout.cum_blocks[i] + off // 4096 for i, off, _ in ops]
         assert blocks == list(range(rank, layout.total_blocks, threads))
         seen += [(i, off) for i, off, _ in ops]
@@ -69,7 +55,7 @@ def test_strided_thread_takes_every_nth_block_across_paths() -> None:
 def test_backward_strided_runs_never_mix_block_lengths() -> None:
     layout = Layout((10_000, 10_000), 4096)  # short last block (1808) in each file
     part = Slice(0, layout.total_blocks)
-    ops = ops_of(ordered(layout, part, backward=True), step=10)
+    ops = ops_of(stream(layout, part, backward=True), step=10)
     assert [op[2] for op in ops].count(10_000 - 2 * 4096) == 2
     assert len(ops) == layout.total_blocks
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli, mounted_tmpfs
+from tests.conftest import RunCli
 
 MIB = 1 << 20
 
@@ -52,17 +51,11 @@ def test_preallocfile_allocates_every_byte_before_writing(run_cli: RunCli, tmp_p
     assert write["last_done"]["bytes"] == 64 * 1024  # the allocation is untimed setup
 
 
-@pytest.fixture
-def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    with mounted_tmpfs(tmp_path / "mnt", "size=1m") as mnt:
-        yield mnt
-
-
 @pytest.mark.root
 def test_preallocfile_without_room_names_path_and_errno(
-    run_cli: RunCli, tiny_tmpfs: Path, tmp_path: Path
+    run_cli: RunCli, small_tmpfs: Path, tmp_path: Path
 ) -> None:
-    target = tiny_tmpfs / "f"
+    target = small_tmpfs / "f"
     out = tmp_path / "r.json"
     proc = run_cli("-w", "-s", "4m", "--preallocfile", str(target), "--json", str(out))
     assert proc.returncode == 1

@@ -5,26 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 from aiobench.targets import Layout, Slice
 from aiobench.workload import OpStream
 from tests.conftest import RunCli
+from tests.test_workload import stream as op_stream
 
 MIB = 1 << 20
-
-
-def looping(layout: Layout, part: Slice, *, rand: bool = False) -> OpStream:
-    return OpStream(
-        layout=layout,
-        part=part,
-        total_ops=part.blocks,
-        rand=rand,
-        aligned=True,
-        permute=rand,
-        rng=np.random.default_rng(7),
-        loop=True,
-    )
 
 
 def blocks_taken(stream: OpStream, layout: Layout, count: int) -> list[int]:
@@ -40,14 +26,14 @@ def blocks_taken(stream: OpStream, layout: Layout, count: int) -> list[int]:
 
 def test_sequential_stream_starts_over_after_its_last_block() -> None:
     layout = Layout((8 * 4096,), 4096)
-    stream = looping(layout, Slice(2, 4))
+    stream = op_stream(layout, Slice(2, 4), loop=True)
     assert blocks_taken(stream, layout, 10) == [2, 3, 4, 5, 2, 3, 4, 5, 2, 3]
     assert stream.passes == 2 and stream.remaining > 0
 
 
 def test_random_writes_cover_every_block_in_every_pass() -> None:
     layout = Layout((16 * 4096,), 4096)
-    stream = looping(layout, Slice(0, 16), rand=True)
+    stream = op_stream(layout, Slice(0, 16), rand=True, permute=True, loop=True, seed=7)
     taken = blocks_taken(stream, layout, 48)
     for n in range(3):
         assert sorted(taken[16 * n : 16 * (n + 1)]) == list(range(16))

@@ -17,7 +17,6 @@ import os
 import random
 import re
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from aiobench.runner import run_benchmark
 from aiobench.schema import load_schema
 from aiobench.targets import resolve
 from aiobench.workload import OpRun
+from tests.conftest import run_aiobench as aiobench
 from tests.test_json_schema import _delete, _set
 from tests.test_render_table import no_latency
 from tests.test_targets import make_cfg
@@ -51,19 +51,6 @@ Block = dict[str, list[str]]
 
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-def aiobench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m aiobench ARGS`` as a real process in ``cwd``."""
-    return subprocess.run(
-        [sys.executable, "-m", "aiobench", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ, PYTHONWARNINGS="error"),
-        cwd=cwd,
-        check=False,
-    )
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> str:

@@ -15,8 +15,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +23,9 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench import __version__
-from aiobench.cli import main
 from aiobench.schema import load_schema
+from tests.conftest import call_main as call
+from tests.conftest import run_aiobench as aiobench
 
 DATA = Path(__file__).parent / "data"
 ELBENCHO_CSV = DATA / "elbencho-rand-read.csv"
@@ -62,29 +61,6 @@ Row = dict[str, str]
 
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-def aiobench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m aiobench ARGS`` as a real process in ``cwd``."""
-    return subprocess.run(
-        [sys.executable, "-m", "aiobench", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ, PYTHONWARNINGS="error"),
-        cwd=cwd,
-        check=False,
-    )
-
-
-def call(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """The console entry point in this process: (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    out, err = capsys.readouterr()
-    code = exited.value.code
-    assert isinstance(code, int), code
-    return code, out, err
 
 
 def assert_one_error_line(code: int, out: str, err: str, needles: list[str]) -> str:

@@ -6,18 +6,11 @@ import csv
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli, mounted_tmpfs
-
-
-@pytest.fixture
-def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    with mounted_tmpfs(tmp_path / "mnt", "size=1m") as mnt:
-        yield mnt
+from tests.conftest import RunCli
 
 
 @pytest.mark.root

@@ -15,14 +15,14 @@ import re
 import statistics
 import struct
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aiobench.cli import main
+from tests.conftest import call_main as call
+from tests.conftest import run_aiobench as aiobench
 
 DATA = Path(__file__).parent / "data"
 EXAMPLE_V1 = DATA / "example-result-v1.json"
@@ -40,33 +40,10 @@ Doc = dict[str, Any]
 # helpers
 
 
-def aiobench(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m aiobench ARGS`` as a real process in ``cwd``."""
-    return subprocess.run(
-        [sys.executable, "-m", "aiobench", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ, PYTHONWARNINGS="error"),
-        cwd=cwd,
-        check=False,
-    )
-
-
 def ok(proc: subprocess.CompletedProcess[str]) -> str:
     assert proc.returncode == 0, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr
     return proc.stdout
-
-
-def call(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """The console entry point in this process: (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    out, err = capsys.readouterr()
-    code = exited.value.code
-    assert isinstance(code, int), code
-    return code, out, err
 
 
 def png_size(path: Path) -> tuple[int, int]:

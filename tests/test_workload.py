@@ -34,6 +34,9 @@ def stream(
     total: int | None = None,
     aligned: bool = True,
     seed: int = 3,
+    backward: bool = False,
+    stride: int = 1,
+    loop: bool = False,
 ) -> OpStream:
     return OpStream(
         layout=layout,
@@ -43,6 +46,9 @@ def stream(
         aligned=aligned,
         permute=permute,
         rng=np.random.default_rng(seed),
+        backward=backward,
+        stride=stride,
+        loop=loop,
     )
 
 

@@ -198,6 +198,16 @@ def bench(
             "unique (incompressible, nothing to dedup) at no cost per write.",
         ),
     ] = None,
+    rwmixpct: Annotated[
+        int | None,
+        typer.Option(
+            "--rwmixpct",
+            metavar="PCT",
+            help="With -w: PCT % of the operations read instead of write (elbencho's rule: "
+            "thread r's operation n reads if (r + n) % 100 < PCT). The files must exist "
+            "with their full size; the phase is named RWMIX<PCT>.",
+        ),
+    ] = None,
     limitread: Annotated[
         str | None,
         typer.Option(
@@ -322,6 +332,7 @@ def bench(
         verify=verify,
         verifydirect=verifydirect,
         blockvarpct=blockvarpct,
+        rwmixpct=rwmixpct,
         limitread=limitread,
         limitwrite=limitwrite,
         timelimit=timelimit,

@@ -56,6 +56,7 @@ class BenchConfig:
     verify: int | None = None  # --verify SALT: the word at file offset o holds o + SALT
     verifydirect: bool = False  # read each block back right after writing it
     blockvarpct: int | None = None  # None: stamped pool windows; else % refilled per write
+    rwmixpct: int | None = None  # in the write phase, this % of the operations are reads
     limitread: int = 0  # bytes per second per thread in read phases (0 = no limit)
     limitwrite: int = 0  # likewise in write phases
     dropcache: bool = False  # DROPCACHE block likewise (root)
@@ -163,6 +164,7 @@ def build_config(
     verify: int | None = None,
     verifydirect: bool = False,
     blockvarpct: int | None = None,
+    rwmixpct: int | None = None,
     limitread: str | None = None,
     limitwrite: str | None = None,
     label: str,
@@ -283,6 +285,18 @@ def build_config(
             raise ConfigError(f"{name}: must be greater than 0 bytes per second")
         if limits[name] and (verify is not None or blockvarpct is not None):
             raise ConfigError(f"{name}: cannot be combined with --verify or --blockvarpct yet")
+    if rwmixpct is not None:
+        _check_rwmix(
+            rwmixpct,
+            write=write,
+            refused=[
+                ("--verify", verify is not None),
+                ("--blockvarpct", blockvarpct is not None),
+                ("--limitread", bool(limits["--limitread"])),
+                ("--limitwrite", bool(limits["--limitwrite"])),
+                ("--trunc", trunc),
+            ],
+        )
     if verifydirect:
         if verify is None:
             raise ConfigError("--verifydirect: needs --verify SALT (the pattern to check)")
@@ -341,6 +355,7 @@ def build_config(
         verify=verify,
         verifydirect=verifydirect,
         blockvarpct=blockvarpct,
+        rwmixpct=rwmixpct,
         limitread=limits["--limitread"],
         limitwrite=limits["--limitwrite"],
         timelimit_s=timelimit,
@@ -358,6 +373,21 @@ def build_config(
         force=force,
         argv=argv,
     )
+
+
+def _check_rwmix(pct: int, *, write: bool, refused: list[tuple[str, bool]]) -> None:
+    if not 0 <= pct <= 100:
+        raise ConfigError(f"--rwmixpct: must be between 0 and 100 (got {pct})")
+    if not write:
+        raise ConfigError("--rwmixpct: only applies with -w/--write (it mixes reads into it)")
+    reasons = {
+        "--verify": "a mixed phase neither writes nor checks the whole pattern",
+        "--trunc": "it would empty the files the reads need",
+    }
+    for name, given in refused:
+        if given:
+            why = reasons.get(name, "not supported yet")
+            raise ConfigError(f"--rwmixpct: cannot be combined with {name} ({why})")
 
 
 def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]]) -> None:

@@ -26,7 +26,7 @@ from aiobench.dirmode import EntryRun
 from aiobench.errors import BenchIOError, VerifyError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.verify import Mismatch, check, pattern
-from aiobench.workload import OpRun
+from aiobench.workload import OpRun, RwMix
 
 PAGE = mmap.PAGESIZE
 # Each 4 KiB of every written block starts with a unique 64-bit stamp, so no two written
@@ -100,16 +100,17 @@ class SlotBuffer:
         self, block_size: int, *, for_write: bool, rng: np.random.Generator, stamp_base: int
     ) -> None:
         self.block_size = block_size
+        # Reads land in memory of their own, so an --rwmixpct read never changes what the
+        # slot writes next. (Untouched pages of it cost no memory.)
+        self.read_mem = mmap.mmap(-1, _round_up(block_size, PAGE))
+        self.read_view = [memoryview(self.read_mem)[:block_size]]
+        self.windows: list[list[memoryview]] = []
         if not for_write:
-            self.mem = mmap.mmap(-1, _round_up(block_size, PAGE))
-            self.read_view = [memoryview(self.mem)[:block_size]]
-            self.windows: list[list[memoryview]] = []
             return
         size = _round_up(block_size, PAGE) + POOL_SLACK
         self.mem = mmap.mmap(-1, size)
         self.mem[:] = rng.bytes(size)
         view = memoryview(self.mem)
-        self.read_view = [view[:block_size]]
         step = _round_up(block_size, STAMP_SPACING)
         self.windows = [[view[o : o + block_size]] for o in range(0, size - block_size + 1, step)]
         self.window_words = step // 8  # 64-bit words from one window's start to the next
@@ -142,11 +143,12 @@ class SlotBuffer:
 
     def close(self) -> None:
         self.read_view.clear()
+        self.read_mem.close()
         self.windows.clear()
         if hasattr(self, "words"):
             self.words.release()
             del self.words_np
-        self.mem.close()
+            self.mem.close()
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -169,7 +171,9 @@ class PosixEngine:
         batch = RawBatch([], [])
         try:
             opts = job.options
-            if opts.rate_bytes_per_s:
+            if ops.mix is not None:
+                _mixed(batch, job, ops, ops.mix)
+            elif opts.rate_bytes_per_s:
                 _paced(batch, job, ops, opts.rate_bytes_per_s)
             elif opts.verify is not None:
                 _verified(batch, job, ops, opts.verify)
@@ -334,6 +338,34 @@ def _paced(batch: RawBatch, job: Job, ops: OpRun, rate: int) -> None:
         if got != length:
             raise _short(batch.ends, got, length)
         batch.intended.append(due)
+        if end > until_ns:
+            return
+
+
+def _mixed(batch: RawBatch, job: Job, ops: OpRun, mix: RwMix) -> None:
+    """--rwmixpct: a write phase whose operations ``mix`` marks as reads are reads.
+
+    Reads land in the slot's read memory, writes take the next stamped window; one timed
+    syscall per operation either way.
+    """
+    buf = job.buf
+    assert buf is not None
+    clock, until_ns, length, index = perf_counter_ns, job.until_ns, ops.length, ops.path_index
+    read_view, next_block = _read_view(buf, length), buf.next_block
+    add_start, add_end = batch.starts.append, batch.ends.append
+    reads = mix.is_read(ops.first_seq, len(ops)).tolist()
+    fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
+    for fd, off, read in zip(fds, ops.offsets, reads, strict=False):
+        if read:
+            add_start(clock())
+            got = os.preadv(fd, read_view, off)
+        else:
+            views = next_block(length)
+            add_start(clock())
+            got = os.pwritev(fd, views, off)
+        add_end(end := clock())
+        if got != length:
+            raise _short(batch.ends, got, length)
         if end > until_ns:
             return
 

@@ -26,3 +26,10 @@ PHASE_NAMES = {
     SYNC: "SYNC",
     DROPCACHE: "DROPCACHE",
 }
+
+
+def phase_name(kind: str, rwmix_pct: int | None = None) -> str:
+    """The phase's name in results; a write phase with --rwmixpct P is ``RWMIX<P>``."""
+    if kind == WRITE and rwmix_pct is not None:
+        return f"RWMIX{rwmix_pct}"
+    return PHASE_NAMES[kind]

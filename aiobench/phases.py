@@ -19,7 +19,7 @@ from aiobench.dirmode import DirLayout, EntryStream
 from aiobench.engine import DIR_MODE, Engine, IoOptions, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
-from aiobench.kinds import MKDIRS, PHASE_NAMES, READ, RMDIRS, WRITE
+from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, phase_name
 from aiobench.results import (
     IntervalStats,
     PhaseResult,
@@ -33,7 +33,7 @@ from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout, Slice
 from aiobench.units import rate
 from aiobench.worker import PhaseShared, Slot, Stream, run_thread
-from aiobench.workload import OpStream, ops_per_thread
+from aiobench.workload import OpStream, RwMix, ops_per_thread
 
 # While an interval has ended but a run handed over before its end is still out, the
 # watcher looks again this often (runs last up to ~50 ms).
@@ -97,6 +97,7 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
     else:
         parts = layout.slices(cfg.threads)
     counts = ops_per_thread(layout, parts, cfg.rand, cfg.randamount)
+    pct = cfg.rwmixpct if kind == WRITE else None
     return [
         OpStream(
             layout=layout,
@@ -109,6 +110,7 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
             backward=cfg.backward,
             stride=stride,
             loop=cfg.infloop,
+            mix=None if pct is None else RwMix(pct, rank),
         )
         for rank, (part, count) in enumerate(zip(parts, counts, strict=False))
     ]
@@ -195,7 +197,7 @@ async def run_phase(
 ) -> tuple[PhaseResult, PhaseShared]:
     """Run one phase of ``kind`` over all threads and summarise it."""
     cfg = ctx.cfg
-    name = PHASE_NAMES[kind]
+    name = phase_name(kind, cfg.rwmixpct)
     streams = _streams(ctx, kind, phase_index)
     slots = _slots(ctx, kind, phase_index)
     shared = PhaseShared(
@@ -411,13 +413,15 @@ def _summarise(
     first = shared.first_done_ns or start
     cpus = len(os.sched_getaffinity(0))
     latency, entry_latency, sched = LatencyRecorder(), LatencyRecorder(), LatencyRecorder()
-    first_totals = [0, 0, 0]
+    reads = LatencyRecorder()
+    first_totals = [0, 0, 0, 0, 0]
     threads = []
     for rank, rank_slots in enumerate(slots):
         for slot in rank_slots:
             latency.merge(slot.recorder)
             entry_latency.merge(slot.entry_recorder)
             sched.merge(slot.sched_recorder)
+            reads.merge(slot.read_recorder)
             for i, value in enumerate(slot.snapshot_at(first)):
                 first_totals[i] += value
         threads.append(
@@ -433,16 +437,26 @@ def _summarise(
     incomplete = any(stream.remaining for stream in streams) or any(
         slot.pending for rank_slots in slots for slot in rank_slots
     )
+    all_slots = [slot for rank_slots in slots for slot in rank_slots]
     last_done = Totals(
         elapsed_ns=last - start,
         ops=sum(t.ops for t in threads),
         bytes=sum(t.bytes for t in threads),
         entries=sum(t.entries for t in threads),
         cpu_percent=cpu_percent(cpu["start"], cpu["last"], cpus),
+        read_ops=sum(s.read_ops for s in all_slots),
+        read_bytes=sum(s.read_bytes for s in all_slots),
     )
+    mixed = kind == WRITE and ctx.cfg.rwmixpct is not None
+    io_latency = latency.summary()
+    read_latency = write_latency = None
+    if mixed:  # the slots' recorders held the writes; the I/O latency is of both kinds
+        write_latency, read_latency = io_latency, reads.summary()
+        latency.merge(reads)
+        io_latency = latency.summary()
     worked = [t.elapsed_ns if streams[t.rank].total_ops else 0 for t in threads]
     return PhaseResult(
-        name=PHASE_NAMES[kind],
+        name=phase_name(kind, ctx.cfg.rwmixpct),
         start_time=wall_start.isoformat(timespec="milliseconds"),
         first_done=Totals(
             elapsed_ns=first - start,
@@ -450,9 +464,14 @@ def _summarise(
             bytes=first_totals[1],
             entries=first_totals[2],
             cpu_percent=cpu_percent(cpu["start"], cpu.get("first", cpu["last"]), cpus),
+            read_ops=first_totals[3],
+            read_bytes=first_totals[4],
         ),
         last_done=last_done,
-        io_latency=latency.summary(),
+        io_latency=io_latency,
+        rwmix_pct=ctx.cfg.rwmixpct if mixed else None,
+        read_latency=read_latency,
+        write_latency=write_latency,
         entry_latency=entry_latency.summary() if isinstance(ctx.layout, DirLayout) else None,
         sched_latency=sched.summary() if shared.options.rate_bytes_per_s else None,
         peak_inflight_ops=shared.peak_inflight,

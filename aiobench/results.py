@@ -11,6 +11,8 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
         0-based) and the top-level iterations_summary (per phase: min/max/mean/stddev of
         the last-done rates and elapsed_ns over the iterations; [] for one iteration).
         A document without them is one iteration.
+    2, extended likewise — phases[].rwmix_read_pct (null unless --rwmixpct), and in RWMIX
+        phases first_done/last_done.read/.write and latency.read/.write.
 """
 
 from __future__ import annotations
@@ -57,6 +59,33 @@ class Totals(_Rates):
     bytes: int
     entries: int = 0
     cpu_percent: int = 0  # this process's CPU time over all cores' time, 0..100
+    # --rwmixpct: the reads among ops and bytes (the rest are writes).
+    read_ops: int = 0
+    read_bytes: int = 0
+
+    @property
+    def span_ns(self) -> int:
+        return self.elapsed_ns
+
+    def reads(self) -> MixPart:
+        return MixPart(ops=self.read_ops, bytes=self.read_bytes, elapsed_ns=self.elapsed_ns)
+
+    def writes(self) -> MixPart:
+        return MixPart(
+            ops=self.ops - self.read_ops,
+            bytes=self.bytes - self.read_bytes,
+            elapsed_ns=self.elapsed_ns,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MixPart(_Rates):
+    """The reads or the writes of an --rwmixpct phase, up to one instant."""
+
+    ops: int
+    bytes: int
+    elapsed_ns: int
+    entries: int = 0
 
     @property
     def span_ns(self) -> int:
@@ -189,6 +218,11 @@ class PhaseResult:
     entry_latency: LatencySummary | None = None  # dir mode only: per dir or whole file
     # Under --limitread/--limitwrite: from each operation's scheduled start to its end.
     sched_latency: LatencySummary | None = None
+    # --rwmixpct: the share of reads asked for, and the latency of each kind apart
+    # (``io_latency`` holds both).
+    rwmix_pct: int | None = None
+    read_latency: LatencySummary | None = None
+    write_latency: LatencySummary | None = None
     peak_inflight_ops: int
     threads: tuple[ThreadTotals, ...]
     targets: tuple[TargetTotals, ...] = ()

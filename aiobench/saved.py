@@ -75,13 +75,20 @@ def latency_summary(d: dict[str, Any]) -> LatencySummary:
 
 
 def _totals(d: dict[str, Any]) -> Totals:
+    reads = d.get("read", {})
     return Totals(
         elapsed_ns=d["elapsed_ns"],
         ops=d["ops"],
         bytes=d["bytes"],
         entries=d.get("entries", 0),
         cpu_percent=d.get("cpu_percent", 0),
+        read_ops=reads.get("ops", 0),
+        read_bytes=reads.get("bytes", 0),
     )
+
+
+def _optional_latency(latency: dict[str, Any], key: str) -> LatencySummary | None:
+    return latency_summary(latency[key]) if key in latency else None
 
 
 def _interval(d: dict[str, Any]) -> IntervalStats:
@@ -100,7 +107,7 @@ def _interval(d: dict[str, Any]) -> IntervalStats:
         active_threads=d["active_threads"],
         cpu_percent=d["cpu_percent"],
         io_latency=latency_summary(latency["io"]),
-        entry_latency=latency_summary(latency["entries"]) if "entries" in latency else None,
+        entry_latency=_optional_latency(latency, "entries"),
     )
 
 
@@ -113,8 +120,11 @@ def _phase(d: dict[str, Any], iterations: int) -> PhaseResult:
         first_done=_totals(d["first_done"]),
         last_done=_totals(d["last_done"]),
         io_latency=latency_summary(latency["io"]),
-        entry_latency=latency_summary(latency["entries"]) if "entries" in latency else None,
-        sched_latency=latency_summary(latency["sched"]) if "sched" in latency else None,
+        entry_latency=_optional_latency(latency, "entries"),
+        sched_latency=_optional_latency(latency, "sched"),
+        rwmix_pct=d.get("rwmix_read_pct"),
+        read_latency=_optional_latency(latency, "read"),
+        write_latency=_optional_latency(latency, "write"),
         peak_inflight_ops=d["peak_inflight_ops"],
         threads=tuple(
             ThreadTotals(

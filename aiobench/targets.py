@@ -170,6 +170,8 @@ def _resolve_dirs(cfg: BenchConfig) -> Resolved:
         raise ConfigError("--verify: not supported in dir mode yet")
     if cfg.blockvarpct is not None:
         raise ConfigError("--blockvarpct: not supported in dir mode yet")
+    if cfg.rwmixpct is not None:
+        raise ConfigError("--rwmixpct: not supported in dir mode yet")
     for name, limit in (("--limitread", cfg.limitread), ("--limitwrite", cfg.limitwrite)):
         if limit:
             raise ConfigError(f"{name}: not supported in dir mode yet")
@@ -257,12 +259,19 @@ def _target_size(cfg: BenchConfig, path: str, path_type: str) -> int:
         size = cfg.size or dev_size
     elif os.path.exists(path):
         file_size = os.stat(path).st_size
-        if not cfg.write and cfg.size > file_size:
+        reads_first = not cfg.write or cfg.rwmixpct is not None  # reads from the start
+        if reads_first and cfg.size > file_size:
             raise ConfigError(
                 f"{path}: has {file_size} bytes, fewer than -s/--size {cfg.size} to read"
+                + (" (--rwmixpct reads while it writes; write the file first)" if cfg.write else "")
             )
-        size = cfg.size or (0 if cfg.write else file_size)
+        size = cfg.size or (file_size if reads_first else 0)
     else:
+        if cfg.rwmixpct is not None:
+            raise ConfigError(
+                f"{path}: does not exist; --rwmixpct reads while it writes, so write the "
+                "file first (-w without --rwmixpct)"
+            )
         if not cfg.write:
             raise ConfigError(f"{path}: does not exist (reading needs it; add -w to create it)")
         parent = os.path.dirname(os.path.abspath(path))
@@ -270,7 +279,7 @@ def _target_size(cfg: BenchConfig, path: str, path_type: str) -> int:
             raise ConfigError(f"{path}: parent directory does not exist")
         size = cfg.size
     if size == 0:
-        if cfg.write:
+        if cfg.write and cfg.rwmixpct is None:
             raise ConfigError("-s/--size: needed (and > 0) to write files")
         raise ConfigError(f"{path}: is empty; nothing to read")
     return size

@@ -41,6 +41,15 @@ _RING = 8
 
 Stream = OpStream | EntryStream
 Run = OpRun | EntryRun
+# What a slot has completed: (ops, bytes, entries, read ops, read bytes); the reads are
+# the --rwmixpct reads among the ops and bytes.
+Counts = tuple[int, int, int, int, int]
+
+
+def _counts(run: Run, units: int, io_ops: int) -> Counts:
+    ops, nbytes, entries = run.totals(units, io_ops)
+    read_ops, read_bytes = run.reads(units) if isinstance(run, OpRun) else (0, 0)
+    return ops, nbytes, entries, read_ops, read_bytes
 
 
 @dataclass(slots=True)
@@ -82,13 +91,13 @@ class Done:
     latency: Int64Array
     io_latency: Int64Array | None
 
-    def totals_at(self, instant_ns: int) -> tuple[int, int, int] | None:
-        """(ops, bytes, entries) of this run done by ``instant_ns``; None if all were."""
+    def totals_at(self, instant_ns: int) -> Counts | None:
+        """The counts of this run done by ``instant_ns``; None if all were."""
         units = int(np.searchsorted(self.ends, instant_ns, side="right"))
         io_ops = int(np.searchsorted(self.io_ends, instant_ns, side="right"))
         if units == self.ends.size and io_ops == self.io_ends.size:
             return None
-        return self.run.totals(units, io_ops)
+        return _counts(self.run, units, io_ops)
 
 
 @dataclass(slots=True)
@@ -96,7 +105,8 @@ class Slot:
     """One in-flight position of a thread: its buffer, counters and latency stores.
 
     ``recorder`` holds I/O latency (every operation in file mode, every block in dir
-    mode); ``entry_recorder`` holds dir mode's per-entry latency. ``per_path`` counts
+    mode); ``entry_recorder`` holds dir mode's per-entry latency. Under --rwmixpct,
+    ``recorder`` holds the writes and ``read_recorder`` the reads. ``per_path`` counts
     (ops, bytes, entries) per target when there are several.
     """
 
@@ -105,31 +115,35 @@ class Slot:
     entry_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
     # Under a rate limit: from each operation's scheduled start to its end.
     sched_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
+    read_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
     ops: int = 0
     bytes: int = 0
     entries: int = 0
+    read_ops: int = 0
+    read_bytes: int = 0
     last_end_ns: int = 0
     batch_ops: int = _FIRST_RUN
     pending: Run | None = None  # what the last run's time budget left undone
-    ring: deque[tuple[Done, tuple[int, int, int]]] = field(
-        default_factory=lambda: deque(maxlen=_RING)
-    )
-    snapshot: tuple[int, int, int] | None = None
+    ring: deque[tuple[Done, Counts]] = field(default_factory=lambda: deque(maxlen=_RING))
+    snapshot: Counts | None = None
     per_path: Int64Array | None = None
     busy_since_ns: int = 0  # when the run now in the executor was handed over; 0 = idle
 
     @property
-    def totals(self) -> tuple[int, int, int]:
-        return self.ops, self.bytes, self.entries
+    def totals(self) -> Counts:
+        return self.ops, self.bytes, self.entries, self.read_ops, self.read_bytes
 
-    def snapshot_at(self, instant_ns: int) -> tuple[int, int, int]:
-        """(ops, bytes, entries) this slot had completed at ``instant_ns``."""
+    def snapshot_at(self, instant_ns: int) -> Counts:
+        """The counts this slot had completed at ``instant_ns``."""
         if self.snapshot is not None:
             return self.snapshot
         for done, before in self.ring:
             part = done.totals_at(instant_ns)
             if part is not None:
-                return before[0] + part[0], before[1] + part[1], before[2] + part[2]
+                ops, nbytes, entries, read_ops, read_bytes = (
+                    b + p for b, p in zip(before, part, strict=True)
+                )
+                return ops, nbytes, entries, read_ops, read_bytes
         return self.totals
 
 
@@ -165,6 +179,10 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
         io_latency = io_ends - _int64(raw.io_starts)
         slot.entry_recorder.add(unit_latency)
         slot.recorder.add(io_latency)
+    elif isinstance(run, OpRun) and run.mix is not None:
+        reads = run.mix.is_read(run.first_seq, int(unit_latency.size))
+        slot.read_recorder.add(unit_latency[reads])
+        slot.recorder.add(unit_latency[~reads])
     else:
         slot.recorder.add(unit_latency)
         if raw.intended:
@@ -180,7 +198,7 @@ def _int64(values: list[int]) -> Int64Array:
 def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
     before = slot.totals
     units, io_ops = int(done.ends.size), int(done.io_ends.size)
-    ops, nbytes, entries = done.run.totals(units, io_ops)
+    ops, nbytes, entries, read_ops, read_bytes = _counts(done.run, units, io_ops)
     if slot.per_path is not None:
         done.run.add_per_path(units, io_ops, slot.per_path)
     if shared.series is not None:
@@ -188,6 +206,8 @@ def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
     slot.ops += ops
     slot.bytes += nbytes
     slot.entries += entries
+    slot.read_ops += read_ops
+    slot.read_bytes += read_bytes
     if done.ends.size or done.io_ends.size:
         last = [int(a[-1]) for a in (done.ends, done.io_ends) if a.size]
         slot.last_end_ns = max(last)

@@ -15,9 +15,35 @@ import numpy.typing as npt
 from aiobench.targets import Layout, Slice
 
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 # How many permutation values one vectorised step computes (about 32 KiB of state).
 _PERM_CHUNK = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class RwMix:
+    """--rwmixpct: which operations of a write phase are reads, elbencho's rule.
+
+    Operation ``seq`` of thread ``rank`` (its count of operations handed out before it) is
+    a read when ``(rank + seq) % 100 < pct``; every other operation is a write.
+    """
+
+    pct: int
+    rank: int
+
+    def _reads_below(self, x: int) -> int:
+        return (x // 100) * self.pct + min(x % 100, self.pct)
+
+    def reads(self, first_seq: int, count: int) -> int:
+        """How many of the ``count`` operations from ``first_seq`` on are reads."""
+        start = self.rank + first_seq
+        return self._reads_below(start + count) - self._reads_below(start)
+
+    def is_read(self, first_seq: int, count: int) -> BoolArray:
+        """Per operation from ``first_seq`` on: whether it is a read."""
+        seqs = np.arange(self.rank + first_seq, self.rank + first_seq + count, dtype=np.int64)
+        return (seqs % 100) < self.pct
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +63,7 @@ class OpRun:
     # The thread's count of operations handed out before this run's first (its place in
     # the thread's schedule under --limitread/--limitwrite).
     first_seq: int = 0
+    mix: RwMix | None = None  # --rwmixpct: which of the operations are reads
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -45,6 +72,13 @@ class OpRun:
         """(ops, bytes, entries) once the first ``units`` operations are done."""
         del io_ops  # file mode: the units are the I/O operations
         return units, units * self.length, 0
+
+    def reads(self, units: int) -> tuple[int, int]:
+        """(ops, bytes) of the reads among the first ``units`` operations (--rwmixpct)."""
+        if self.mix is None:
+            return 0, 0
+        ops = self.mix.reads(self.first_seq, units)
+        return ops, ops * self.length
 
     def add_per_path(self, units: int, io_ops: int, out: IntArray) -> None:
         """Add the (ops, bytes, entries) of the first ``units`` operations to ``out[path]``."""
@@ -62,7 +96,9 @@ class OpRun:
         index, array = self.path_index, self.path_array
         rest = index if isinstance(index, int) else index[done:]
         rest_array = None if array is None else array[done:]
-        return OpRun(rest, self.offsets[done:], self.length, rest_array, self.first_seq + done)
+        return OpRun(
+            rest, self.offsets[done:], self.length, rest_array, self.first_seq + done, self.mix
+        )
 
 
 class Permutation:
@@ -122,10 +158,12 @@ class OpStream:
         backward: bool = False,
         stride: int = 1,
         loop: bool = False,
+        mix: RwMix | None = None,
     ) -> None:
         """``part`` holds the thread's blocks ``first + i*stride`` for ``i < blocks``;
         ``backward`` visits them from the last to the first. With ``loop`` (--infloop) the
-        stream starts over after its last operation and never runs dry."""
+        stream starts over after its last operation and never runs dry. ``mix`` marks the
+        reads among the operations (--rwmixpct)."""
         self.layout = layout
         self.part = part
         self.total_ops = total_ops
@@ -135,6 +173,7 @@ class OpStream:
         self.backward = backward
         self.stride = stride
         self.loop = loop
+        self.mix = mix
         self.passes = 0  # completed passes over the thread's work (--infloop)
         self.taken = 0  # operations handed out in all passes
         self.rng = rng
@@ -163,7 +202,7 @@ class OpStream:
             run = self._ordered(count)
         else:
             run = self._sequential(count)
-        run = dataclasses.replace(run, first_seq=self.taken)
+        run = dataclasses.replace(run, first_seq=self.taken, mix=self.mix)
         self.issued += len(run)
         self.taken += len(run)
         if self.loop and self.issued == self.total_ops:

@@ -125,8 +125,8 @@ def test_snapshot_inside_a_run_counts_entries_and_blocks_separately() -> None:
     run = EntryRun(0, ["a", "b"], size=8192, block=4096)
     ends, io_ends = np.array([100, 200]), np.array([40, 90, 140, 190])
     done = Done(run, ends, io_ends, ends - 10, io_ends - 10)
-    assert done.totals_at(150) == (3, 3 * 4096, 1)
-    assert done.totals_at(99) == (2, 8192, 0)
+    assert done.totals_at(150) == (3, 3 * 4096, 1, 0, 0)  # no --rwmixpct reads
+    assert done.totals_at(99) == (2, 8192, 0, 0, 0)
     assert done.totals_at(200) is None  # the whole run was done by then
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiobench import __version__
-from aiobench.results import IntervalStats, PhaseResult
+from aiobench.results import IntervalStats, MixPart, PhaseResult, Totals
 from aiobench.stats import PERCENTILES, LatencySummary
 from aiobench.units import MIB, NS_PER_MS, NS_PER_US
 
@@ -128,9 +128,37 @@ def _percentile_cells(lat: LatencySummary | None) -> list[str]:
     return [_us_fine(lat.percentiles_ns[p]) for p in PERCENTILES]
 
 
+def _rwmix_read_cells(phase: PhaseResult) -> list[str]:
+    """elbencho's 16 ``rwmix read`` columns; empty unless the phase mixed in reads."""
+    first, last = phase.first_done.reads(), phase.last_done.reads()
+    return [
+        "",  # entries/s: no rwmix in dir mode
+        "",
+        _if(last.ops, first.iops),
+        _if(last.ops, last.iops),
+        _if(last.bytes, first.bytes_per_s // MIB),
+        _if(last.bytes, last.bytes_per_s // MIB),
+        "",  # entries
+        "",
+        _if(last.bytes, first.bytes // MIB),
+        _if(last.bytes, last.bytes // MIB),
+        *_latency_cells(None),  # entry latency
+        *_latency_cells(phase.read_latency),
+    ]
+
+
 def result_row(meta: dict[str, Any], phase: PhaseResult) -> list[str]:
-    """One ``--csvfile`` row for a phase, in :data:`RESULT_HEADER` order."""
-    first, last = phase.first_done, phase.last_done
+    """One ``--csvfile`` row for a phase, in :data:`RESULT_HEADER` order.
+
+    In an --rwmixpct phase the main columns hold the writes and the ``rwmix read`` columns
+    the reads, as in elbencho.
+    """
+    first: Totals | MixPart = phase.first_done
+    last: Totals | MixPart = phase.last_done
+    io_latency = phase.io_latency
+    if phase.rwmix_pct is not None:
+        first, last = phase.first_done.writes(), phase.last_done.writes()
+        io_latency = phase.write_latency or io_latency
     moment = datetime.datetime.fromisoformat(phase.start_time or str(meta["start_time"]))
     row = [
         elbencho_date(moment),
@@ -144,18 +172,18 @@ def result_row(meta: dict[str, Any], phase: PhaseResult) -> list[str]:
         _if(last.ops, last.iops),
         _if(last.bytes, first.bytes_per_s // MIB),
         _if(last.bytes, last.bytes_per_s // MIB),
-        str(first.cpu_percent),
-        str(last.cpu_percent),
+        str(phase.first_done.cpu_percent),
+        str(phase.last_done.cpu_percent),
         _if(last.entries, first.entries),
         _if(last.entries, last.entries),
         _if(last.bytes, first.bytes // MIB),
         _if(last.bytes, last.bytes // MIB),
         *_latency_cells(phase.entry_latency),
-        *_latency_cells(phase.io_latency),
-        *[""] * 16,  # rwmix read columns: no rwmix phases yet
+        *_latency_cells(io_latency),
+        *_rwmix_read_cells(phase),
         str(meta.get("aiobench_version", __version__)),
         shlex.join(str(a) for a in meta.get("command", [])),
-        *_percentile_cells(phase.io_latency),
+        *_percentile_cells(io_latency),
         *_percentile_cells(phase.entry_latency),
     ]
     return row

@@ -19,8 +19,8 @@ from aiobench.results import (
 from aiobench.stats import LatencySummary
 
 
-def _totals(t: Totals) -> dict[str, int]:
-    return {
+def _totals(t: Totals, mixed: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "elapsed_ns": t.elapsed_ns,
         "ops": t.ops,
         "bytes": t.bytes,
@@ -30,6 +30,15 @@ def _totals(t: Totals) -> dict[str, int]:
         "entries_per_s": t.entries_per_s,
         "cpu_percent": t.cpu_percent,
     }
+    if mixed:
+        for name, part in (("read", t.reads()), ("write", t.writes())):
+            out[name] = {
+                "ops": part.ops,
+                "bytes": part.bytes,
+                "iops": part.iops,
+                "bytes_per_s": part.bytes_per_s,
+            }
+    return out
 
 
 def percent_key(point: float) -> str:
@@ -48,14 +57,9 @@ def latency_dict(lat: LatencySummary) -> dict[str, Any]:
     }
 
 
-def _latencies(
-    io: LatencySummary, entries: LatencySummary | None, sched: LatencySummary | None = None
-) -> dict[str, Any]:
+def _latencies(io: LatencySummary, **more: LatencySummary | None) -> dict[str, Any]:
     out = {"io": latency_dict(io)}
-    if entries is not None:
-        out["entries"] = latency_dict(entries)
-    if sched is not None:
-        out["sched"] = latency_dict(sched)
+    out.update((name, latency_dict(lat)) for name, lat in more.items() if lat is not None)
     return out
 
 
@@ -76,7 +80,7 @@ def interval_dict(iv: IntervalStats) -> dict[str, Any]:
         "done_percent": iv.done_percent,
         "active_threads": iv.active_threads,
         "cpu_percent": iv.cpu_percent,
-        "latency": _latencies(iv.io_latency, iv.entry_latency),
+        "latency": _latencies(iv.io_latency, entries=iv.entry_latency),
     }
 
 
@@ -109,13 +113,21 @@ def per_target_dict(phase: PhaseResult) -> dict[str, Any]:
 
 
 def phase_dict(phase: PhaseResult) -> dict[str, Any]:
-    latency = _latencies(phase.io_latency, phase.entry_latency, phase.sched_latency)
+    latency = _latencies(
+        phase.io_latency,
+        entries=phase.entry_latency,
+        sched=phase.sched_latency,
+        read=phase.read_latency,
+        write=phase.write_latency,
+    )
+    mixed = phase.rwmix_pct is not None
     return {
         "phase": phase.name,
+        "rwmix_read_pct": phase.rwmix_pct,
         "iteration": phase.iteration,
         "start_time": phase.start_time,
-        "first_done": _totals(phase.first_done),
-        "last_done": _totals(phase.last_done),
+        "first_done": _totals(phase.first_done, mixed),
+        "last_done": _totals(phase.last_done, mixed),
         "latency": latency,
         "peak_inflight_ops": phase.peak_inflight_ops,
         "time_limited": phase.time_limited,

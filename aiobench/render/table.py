@@ -43,6 +43,28 @@ def _entry_label(name: str) -> str:
     return "Dirs" if name in ("MKDIRS", "RMDIRS") else "Files"
 
 
+def _rwmix_rows(phase: PhaseResult) -> str:
+    """elbencho's rows of an --rwmixpct phase: write, read and total apart."""
+    first, last = phase.first_done, phase.last_done
+    parts = (
+        ("write", first.writes(), last.writes()),
+        ("read", first.reads(), last.reads()),
+        ("total", first, last),
+    )
+    out = "".join(_row("", f"IOPS {name}", a.iops, b.iops) for name, a, b in parts)
+    out += "".join(
+        _row("", f"MiB/s {name}", a.bytes_per_s // MIB, b.bytes_per_s // MIB)
+        for name, a, b in parts
+    )
+    out += "".join(
+        _row("", f"MiB {name}", a.bytes // MIB, b.bytes // MIB) for name, a, b in parts[:2]
+    )
+    for prefix, lat in (("IO wr", phase.write_latency), ("IO rd", phase.read_latency)):
+        if lat is not None:
+            out += latency_rows(prefix, lat)
+    return out
+
+
 def phase_block(phase: PhaseResult) -> str:
     """One phase; rows without a count behind them are left out, as elbencho does."""
     first, last = phase.first_done, phase.last_done
@@ -53,6 +75,8 @@ def phase_block(phase: PhaseResult) -> str:
         format_elapsed(first.elapsed_ns),
         format_elapsed(last.elapsed_ns),
     )
+    if phase.rwmix_pct is not None:
+        return out + _rwmix_rows(phase) + SEPARATOR
     if last.entries:
         out += _row("", f"{entries}/s", first.entries_per_s, last.entries_per_s)
     # In dir mode a file of one block makes IOPS equal to Files/s: shown once.

@@ -231,10 +231,23 @@ class PhaseResult:
     interrupted: bool = False
     iteration: int = 0  # -i: which repetition of the phase sequence (0-based) this block is
     iterations: int = 1  # -i: how many the run was asked for (decides the summary block)
+    # Under MPI: per rank (``index`` = MPI rank, ``path`` = its host name) and per host
+    # (``index`` = host number in order of its first rank, ``path`` = host name), each
+    # over its slowest thread, in the per-target shape. Empty without MPI.
+    ranks: tuple[TargetTotals, ...] = ()
+    hosts: tuple[TargetTotals, ...] = ()
 
     @property
     def target_report(self) -> TargetReport | None:
         return target_report(self.targets)
+
+    @property
+    def rank_report(self) -> TargetReport | None:
+        return target_report(self.ranks)
+
+    @property
+    def host_report(self) -> TargetReport | None:
+        return target_report(self.hosts)
 
 
 @dataclass(slots=True, kw_only=True)

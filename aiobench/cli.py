@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-from typing import Annotated
+import traceback
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 import typer
 
 from aiobench import __version__
-from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, build_config
+from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig, build_config
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
+from aiobench.mpi import World, abort_job, binding_note, launch_rank
+from aiobench.mpi import wanted as mpi_wanted
 from aiobench.outputs import Outputs, check_output_files, silence
 from aiobench.render.compare import common_phases, render_compare
 from aiobench.render.json import dumps, write_atomically
 from aiobench.render.table import render_table
+from aiobench.results import RunResult
 from aiobench.runner import event_loop_name, exit_code, run_benchmark, run_meta
 from aiobench.saved import load_document, load_run
-from aiobench.targets import DIR, resolve
+from aiobench.targets import DIR, Resolved, resolve
 
 # Below this block size a second thread in the same interpreter waits for its lock often
 # enough to show up in measured latency (cached 4 KiB reads: p99 ~5 us alone, 30-50 us
@@ -287,6 +293,22 @@ def bench(
             "--seed", help="Seed of the random offsets and data (default: random, recorded)."
         ),
     ] = None,
+    mpi: Annotated[
+        bool,
+        typer.Option(
+            "--mpi",
+            help="Run as one rank of an MPI job (found without it under mpirun and srun); "
+            "needs the aiobench[mpi] extra.",
+        ),
+    ] = False,
+    nosvcshare: Annotated[
+        bool,
+        typer.Option(
+            "--nosvcshare",
+            help="Under MPI: each rank works on the whole dataset with its own -t threads, "
+            "instead of a share of it.",
+        ),
+    ] = False,
     force: Annotated[
         bool,
         typer.Option(
@@ -348,14 +370,21 @@ def bench(
         pertarget=pertarget,
         seed=seed,
         force=force,
+        mpi=mpi,
+        nosvcshare=nosvcshare,
         argv=("aiobench", *sys.argv[1:]),
     )
-    resolved = resolve(cfg)
-    check_output_files(cfg)
+    world = World.connect(shared=not cfg.nosvcshare) if mpi_wanted(cfg.mpi) else None
+    if world is None and cfg.nosvcshare:
+        raise ConfigError("--nosvcshare: only applies under MPI (mpirun, srun or --mpi)")
+    lead = world is None or world.rank == 0  # the one process that prints and writes files
+    resolved = _agreed(world, lambda: _resolve(cfg, world))
+    _agreed(world, lambda: check_output_files(cfg) if lead else None)
     human = sys.stderr if cfg.json_path == "-" else sys.stdout
 
     def notes() -> None:
-        for note in resolved.notes:
+        binding = binding_note() if world is not None else None
+        for note in (*resolved.notes, *([binding] if binding else [])):
             print(f"Note: {note}.", file=sys.stderr)
         small = resolved.path_type == DIR or resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK
         if cfg.slots > 1 and small:
@@ -366,13 +395,36 @@ def bench(
                 file=sys.stderr,
             )
 
-    meta = run_meta(cfg, resolved, event_loop_name())
+    meta = run_meta(cfg, resolved, event_loop_name(world))
+    if world is not None:
+        meta["mpi"] = world.meta()
+    if not lead:
+        assert world is not None
+        code = exit_code(run_benchmark(cfg, resolved, meta=meta, world=world))
+        world.barrier()  # wait for rank 0's report: a rank that exits non-zero ends the job
+        return code
     outputs = Outputs(cfg, meta, human)
     result = run_benchmark(
-        cfg, resolved, on_phase=outputs.phase_done, on_ready=notes, observer=outputs, meta=meta
+        cfg,
+        resolved,
+        on_phase=outputs.phase_done,
+        on_ready=notes,
+        observer=outputs,
+        meta=meta,
+        world=world,
     )
+    code = _report_end(cfg, result, outputs, world)
+    if world is not None:
+        world.barrier()
+    return code
+
+
+def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: World | None) -> int:
+    """What follows the last block: how the run ended, the JSON document; the exit code."""
     if result.interrupted:
-        print(f"Interrupted by {result.meta.get('signal')}: results so far.", file=sys.stderr)
+        where = result.meta.get("signal_rank")
+        on = "" if world is None or not isinstance(where, int) else f" on {world.name(where)}"
+        print(f"Interrupted by {result.meta.get('signal')}{on}: results so far.", file=sys.stderr)
     if result.error is not None:
         print(f"Error: {result.error['message']}", file=sys.stderr)
     for message in outputs.errors:
@@ -392,6 +444,30 @@ def bench(
         write_atomically(cfg.json_path, dumps(result))
     code = exit_code(result)
     return EXIT_IO_ERROR if code == 0 and outputs.errors else code
+
+
+T = TypeVar("T")
+
+
+def _agreed(world: World | None, step: Callable[[], T]) -> T:
+    """A setup step; under MPI every rank goes on only if it succeeded on all of them."""
+    if world is None:
+        return step()
+    try:
+        value = step()
+    except ConfigError as exc:
+        world.agree(str(exc))
+        raise
+    world.agree(None)
+    return value
+
+
+def _resolve(cfg: BenchConfig, world: World | None) -> Resolved:
+    if world is None:
+        return resolve(cfg)
+    # The layout is that of all the thread ranks the dataset is split over.
+    slices = world.split(cfg.threads, os.path.isdir(cfg.paths[0]))[2]
+    return resolve(dataclasses.replace(cfg, threads=slices))
 
 
 @tools.command("show")
@@ -461,15 +537,21 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
     except AiobenchError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        if launch_rank() in (None, 0):  # under MPI every rank fails alike; one says so
+            print(f"Error: {exc}", file=sys.stderr)
         code = exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         # SIGINT before the run installed its own handler: nothing was measured yet.
         print("Error: interrupted before the benchmark started", file=sys.stderr)
+        abort_job(130)
         code = 130
     except typer.TyperException as exc:
         # Parse errors (unknown option, not an integer, ...) from typer's built-in click.
         format_message = getattr(exc, "format_message", None)
         print(f"Error: {format_message() if format_message else exc}", file=sys.stderr)
         code = getattr(exc, "exit_code", 2)
+    except Exception:  # a bug: its traceback, then (under MPI) the end of every rank
+        traceback.print_exc()
+        abort_job(1)
+        code = 1
     sys.exit(code if isinstance(code, int) else 0)

@@ -73,6 +73,8 @@ class BenchConfig:
     pertarget: bool | None = None  # None: on when there are two or more paths
     seed: int
     force: bool
+    mpi: bool = False  # run as an MPI rank even if no launcher is seen
+    nosvcshare: bool = False  # under MPI: each rank works on the whole dataset
     argv: tuple[str, ...] = ()
 
     @property
@@ -179,6 +181,8 @@ def build_config(
     pertarget: bool | None = None,
     seed: int | None,
     force: bool,
+    mpi: bool = False,
+    nosvcshare: bool = False,
     argv: tuple[str, ...] = (),
     mkdirs: bool = False,
     stat: bool = False,
@@ -371,6 +375,8 @@ def build_config(
         pertarget=pertarget,
         seed=secrets.randbits(63) if seed is None else seed,
         force=force,
+        mpi=mpi,
+        nosvcshare=nosvcshare,
         argv=argv,
     )
 

@@ -10,6 +10,7 @@ rank ``i % threads``. Names are relative to their PATH (the engine opens them wi
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,11 +111,15 @@ class DirLayout:
     def dir_name(self, rank: int, i: int) -> str:
         return f"r{self._dir_rank(rank)}/d{i}"
 
-    def rank_dirs(self) -> list[tuple[int, str]]:
-        """(path index, name) of every ``r<r>`` dir the layout needs, each once."""
+    def rank_dirs(self, ranks: Sequence[int] | None = None) -> list[tuple[int, str]]:
+        """(path index, name) of every ``r<r>`` dir the layout needs, each once; only of
+        the thread ranks ``ranks`` (under MPI, those of this process) when given. With
+        --dirsharing all files go into ``r0``, which belongs to thread rank 0."""
         if self.dirs == 0:
             return []
-        ranks = [0] if self.sharing else range(self.threads)
+        ranks = range(self.threads) if ranks is None else ranks
+        if self.sharing:
+            ranks = [0] if 0 in ranks else []
         found = {
             (self.dir_path_index(r, i), f"r{self._dir_rank(r)}")
             for r in ranks

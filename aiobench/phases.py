@@ -20,6 +20,7 @@ from aiobench.engine import DIR_MODE, Engine, IoOptions, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, phase_name
+from aiobench.mpi import World
 from aiobench.results import (
     IntervalStats,
     PhaseResult,
@@ -31,6 +32,7 @@ from aiobench.results import (
 )
 from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout, Slice
+from aiobench.timeline import CounterTimeline
 from aiobench.units import rate
 from aiobench.worker import PhaseShared, Slot, Stream, run_thread
 from aiobench.workload import OpStream, RwMix, ops_per_thread
@@ -39,6 +41,8 @@ from aiobench.workload import OpStream, RwMix, ops_per_thread
 # watcher looks again this often (runs last up to ~50 ms).
 _CLOSE_POLL_NS = 5_000_000
 DEFAULT_LIVE_INTERVAL_NS = 2_000_000_000  # elbencho's --liveint default
+# Under MPI: how often a rank looks for a peer's stop message while it measures.
+_PEER_POLL_NS = 50_000_000
 
 
 class Observer:
@@ -74,6 +78,31 @@ class RunContext:
     stop: threading.Event
     observer: Observer = field(default_factory=Observer)
     live_interval_ns: int = DEFAULT_LIVE_INTERVAL_NS
+    # Under MPI: the job, the global thread ranks this process runs, and which slices of
+    # the dataset they take (the first one's index, and how many there are in all).
+    world: World | None = None
+    thread_ids: range | None = None
+    split_base: int = 0
+    split_threads: int | None = None
+
+    @property
+    def ids(self) -> range:
+        """The (global) thread ranks of this process."""
+        return range(self.cfg.threads) if self.thread_ids is None else self.thread_ids
+
+    @property
+    def cpus(self) -> int:
+        """The cores CPU percentages are shares of: those this process may run on; under
+        MPI all of the host's, so the ranks of a host add up to its load (mpirun may bind
+        each rank to one core)."""
+        if self.world is not None:
+            return os.cpu_count() or 1
+        return len(os.sched_getaffinity(0))
+
+    @property
+    def slices(self) -> int:
+        """How many thread slices the dataset is split into."""
+        return self.cfg.threads if self.split_threads is None else self.split_threads
 
 
 def make_executor(slots: int) -> ThreadPoolExecutor:
@@ -88,15 +117,16 @@ def make_executor(slots: int) -> ThreadPoolExecutor:
 def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
     cfg, layout = ctx.cfg, ctx.layout
     if isinstance(layout, DirLayout):
-        return [EntryStream(layout, kind, rank) for rank in range(cfg.threads)]
-    stride = cfg.threads if cfg.strided else 1
+        return [EntryStream(layout, kind, rank) for rank in ctx.ids]
+    stride = ctx.slices if cfg.strided else 1
+    mine = range(ctx.split_base, ctx.split_base + len(ctx.ids))
     if cfg.strided:
         # Thread r takes blocks r, r + threads, ... of the concatenated range.
         total = layout.total_blocks
-        parts = [Slice(r, len(range(r, total, stride))) for r in range(cfg.threads)]
+        parts = [Slice(r, len(range(r, total, stride))) for r in mine]
     else:
-        parts = layout.slices(cfg.threads)
-    counts = ops_per_thread(layout, parts, cfg.rand, cfg.randamount)
+        parts = layout.slices(ctx.slices)[mine.start : mine.stop]
+    counts = ops_per_thread(layout, parts, ctx.slices, cfg.rand, cfg.randamount)
     pct = cfg.rwmixpct if kind == WRITE else None
     return [
         OpStream(
@@ -112,13 +142,15 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
             loop=cfg.infloop,
             mix=None if pct is None else RwMix(pct, rank),
         )
-        for rank, (part, count) in enumerate(zip(parts, counts, strict=False))
+        for rank, part, count in zip(ctx.ids, parts, counts, strict=True)
     ]
 
 
 def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
     cfg, layout = ctx.cfg, ctx.layout
-    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, 1 << 32]))
+    # Each MPI rank fills its pools from its own stream (one process: ids start at 0).
+    seeds = [cfg.seed, phase_index, (1 << 32) + ctx.ids.start]
+    rng = np.random.default_rng(np.random.SeedSequence(seeds))
     salt = int(rng.integers(0, 1 << 62))
     moves_data = kind in (READ, WRITE) and (
         not isinstance(layout, DirLayout) or layout.file_size > 0
@@ -138,7 +170,7 @@ def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
         per_path = np.zeros((len(ctx.paths), 3), dtype=np.int64) if len(ctx.paths) > 1 else None
         return Slot(buffer(rank, i), per_path=per_path)
 
-    return [[slot(rank, i) for i in range(cfg.iodepth)] for rank in range(cfg.threads)]
+    return [[slot(rank, i) for i in range(cfg.iodepth)] for rank in ctx.ids]
 
 
 def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
@@ -154,7 +186,7 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
         tolerated = (FileNotFoundError,) if ctx.cfg.nodelerr else ()
     index, name = 0, ""
     try:
-        for index, name in layout.rank_dirs():
+        for index, name in layout.rank_dirs(ctx.ids):
             with contextlib.suppress(*tolerated):
                 if kind == MKDIRS:
                     os.mkdir(name, DIR_MODE, dir_fd=ctx.fds[index])
@@ -216,13 +248,13 @@ async def run_phase(
         ),
         stop=ctx.stop,
     )
-    finished: list[int] = [0] * cfg.threads
+    finished: list[int] = [0] * len(streams)
     cpu: dict[str, CpuSample] = {}
 
-    async def thread(rank: int) -> None:
-        end = await run_thread(shared, streams[rank], slots[rank])
-        finished[rank] = end
-        if streams[rank].total_ops == 0:
+    async def thread(local: int) -> None:
+        end = await run_thread(shared, streams[local], slots[local])
+        finished[local] = end
+        if streams[local].total_ops == 0:
             return  # a thread without work (shared dirs) neither finishes first nor last
         if shared.first_done_ns is None:
             # Published once; slots still running cut their counters at this instant.
@@ -232,6 +264,9 @@ async def run_phase(
     if kind == MKDIRS:
         _rank_dirs(ctx, kind, shared)
     _prepare_files(ctx, kind, shared)
+    if ctx.world is not None:
+        ctx.world.listen()
+        ctx.world.barrier()  # the common start of all ranks (their setup is done)
     try:
         wall_start = datetime.datetime.now(datetime.timezone.utc)
         ctx.observer.phase_started(name, wall_start)
@@ -242,9 +277,11 @@ async def run_phase(
             interval_ns=ctx.live_interval_ns,
             planned_units=sum(stream.total_ops for stream in streams),
             dir_mode=isinstance(ctx.layout, DirLayout),
-            cpus=len(os.sched_getaffinity(0)),
+            cpus=ctx.cpus,
         )
         series.sample_cpu(0, cpu["start"])
+        if ctx.world is not None:
+            shared.timeline = CounterTimeline(shared.start_ns)
         if cfg.timelimit_s:
             shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
         if cfg.infloop:
@@ -252,9 +289,11 @@ async def run_phase(
         async with anyio.create_task_group() as watcher:
             watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
             async with anyio.create_task_group() as group:
-                for rank in range(cfg.threads):
-                    group.start_soon(thread, rank)
+                for local in range(len(streams)):
+                    group.start_soon(thread, local)
             watcher.cancel_scope.cancel()
+        if ctx.world is not None:
+            ctx.world.poll(ctx.stop)  # a stop here after the watcher's last look
     finally:
         for rank_slots in slots:
             for slot in rank_slots:
@@ -267,6 +306,8 @@ async def run_phase(
     ctx.observer.phase_ended(name)
     result = _summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
     if kind == RMDIRS:
+        if ctx.world is not None:
+            ctx.world.barrier()  # shared dirs inside r0 may still be in other ranks' hands
         _rank_dirs(ctx, kind, shared)
     return result, shared
 
@@ -325,9 +366,13 @@ async def _watch(
         horizon = min(busy) if busy else max(s.last_end_ns for s in all_slots)
         for record in series.close_until(horizon, active):
             ctx.observer.interval(name, record)
+        if ctx.world is not None:
+            ctx.world.poll(ctx.stop)
         wait = next_tick - now
         if series.pending(now):
             wait = min(wait, _CLOSE_POLL_NS)
+        if ctx.world is not None:
+            wait = min(wait, _PEER_POLL_NS)
         await anyio.sleep(max(wait, 0) / 1e9)
 
 
@@ -411,12 +456,12 @@ def _summarise(
 ) -> PhaseResult:
     start = shared.start_ns
     first = shared.first_done_ns or start
-    cpus = len(os.sched_getaffinity(0))
+    cpus = ctx.cpus
     latency, entry_latency, sched = LatencyRecorder(), LatencyRecorder(), LatencyRecorder()
     reads = LatencyRecorder()
     first_totals = [0, 0, 0, 0, 0]
     threads = []
-    for rank, rank_slots in enumerate(slots):
+    for local, rank_slots in enumerate(slots):
         for slot in rank_slots:
             latency.merge(slot.recorder)
             entry_latency.merge(slot.entry_recorder)
@@ -426,11 +471,11 @@ def _summarise(
                 first_totals[i] += value
         threads.append(
             ThreadTotals(
-                rank=rank,
+                rank=ctx.ids[local],
                 ops=sum(s.ops for s in rank_slots),
                 bytes=sum(s.bytes for s in rank_slots),
                 entries=sum(s.entries for s in rank_slots),
-                elapsed_ns=finished[rank] - start,
+                elapsed_ns=finished[local] - start,
             )
         )
     last = max(finished)
@@ -454,7 +499,7 @@ def _summarise(
         write_latency, read_latency = io_latency, reads.summary()
         latency.merge(reads)
         io_latency = latency.summary()
-    worked = [t.elapsed_ns if streams[t.rank].total_ops else 0 for t in threads]
+    worked = [t.elapsed_ns if s.total_ops else 0 for t, s in zip(threads, streams, strict=True)]
     return PhaseResult(
         name=phase_name(kind, ctx.cfg.rwmixpct),
         start_time=wall_start.isoformat(timespec="milliseconds"),

@@ -16,17 +16,26 @@ from aiobench import __version__
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, PosixEngine
-from aiobench.errors import EXIT_IO_ERROR, BenchIOError
+from aiobench.errors import EXIT_IO_ERROR, BenchIOError, ConfigError
 from aiobench.housekeeping import run_housekeeping
 from aiobench.kinds import DROPCACHE, MKDIRS, READ, RMDIRS, RMFILES, STAT, SYNC, WRITE
+from aiobench.merge import RankPart, merge_phase
+from aiobench.mpi import World
 from aiobench.phases import Observer, RunContext, make_executor, run_phase
-from aiobench.results import PhaseResult, RunResult
-from aiobench.targets import Layout, Resolved, filesystem_type, open_targets
+from aiobench.results import PhaseResult, RunResult, Totals
+from aiobench.targets import Layout, OpenTargets, Resolved, filesystem_type, open_targets
+from aiobench.worker import PhaseShared
 
 PhaseCallback = Callable[[PhaseResult], None]
 
 
-def event_loop_name() -> str:
+def event_loop_name(world: World | None = None) -> str:
+    """uvloop when installed; asyncio's own loop under MPI. Open MPI's mpirun hands each
+    rank a pseudo-terminal as stdout, and after a uvloop loop has run, output written
+    to it at the end was cut short now and then when mpirun's stdout was a pipe (4 of 30
+    runs of a 35 KB write here, Open MPI 5.0.11), which broke ``--json -``."""
+    if world is not None:
+        return "asyncio"
     try:
         import uvloop  # noqa: F401
     except ImportError:
@@ -79,6 +88,40 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
     }
 
 
+class _PhaseEvents(Observer):
+    """Under MPI: only the start and end of phases reach the outputs as they happen; the
+    progress and intervals of one rank are not the job's (rank 0 reports the merged
+    intervals after each phase)."""
+
+    def __init__(self, observer: Observer) -> None:
+        self.observer = observer
+
+    def phase_started(self, name: str, start: datetime.datetime) -> None:
+        self.observer.phase_started(name, start)
+
+    def phase_ended(self, name: str) -> None:
+        self.observer.phase_ended(name)
+
+
+def _open(cfg: BenchConfig, resolved: Resolved, world: World | None) -> OpenTargets:
+    """Open the targets; under MPI only once every rank could (else all raise the first
+    rank's error, and each removes what it created)."""
+    try:
+        opened = open_targets(cfg, resolved.path_type)
+    except ConfigError as exc:
+        if world is None:
+            raise
+        world.agree(str(exc))
+        raise  # (agree raised already)
+    if world is not None:
+        try:
+            world.agree(None)
+        except ConfigError:
+            opened.undo()
+            raise
+    return opened
+
+
 def run_benchmark(
     cfg: BenchConfig,
     resolved: Resolved,
@@ -88,21 +131,24 @@ def run_benchmark(
     on_ready: Callable[[], None] | None = None,
     observer: Observer | None = None,
     meta: dict[str, object] | None = None,
+    world: World | None = None,
 ) -> RunResult:
     """Open the targets and run every phase; never raises for I/O errors or signals.
 
     Raises :class:`~aiobench.errors.ConfigError` only during setup, before anything was
-    measured (and after removing any file it created).
+    measured (and after removing any file it created). Under MPI (``world``) every rank
+    calls this; rank 0's result holds the merged phases, the others' only the outcome.
     """
-    loop_name = event_loop_name()
+    loop_name = event_loop_name(world)
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
-    opened = open_targets(cfg, resolved.path_type)
+    opened = _open(cfg, resolved, world)
     stop = threading.Event()
     try:
         executor = make_executor(cfg.slots)
     except BaseException:
         opened.close()
         raise
+    observer = observer or Observer()
     ctx = RunContext(
         cfg=cfg,
         layout=resolved.layout,
@@ -111,16 +157,28 @@ def run_benchmark(
         engine=engine or PosixEngine(),
         executor=executor,
         stop=stop,
-        observer=observer or Observer(),
+        observer=observer if world is None else _PhaseEvents(observer),
         live_interval_ns=cfg.live_interval_ms * 1_000_000,
+        world=world,
     )
+    if world is not None:
+        ctx.thread_ids, ctx.split_base, ctx.split_threads = world.split(
+            cfg.threads, isinstance(resolved.layout, DirLayout)
+        )
     kinds = phase_kinds(cfg, resolved)
     if on_ready is not None:
         on_ready()  # setup can no longer fail: notes for the user may go out now
 
-    def report(phase: PhaseResult, error: BenchIOError | None, iteration: int) -> bool:
-        """Keep a block's result; whether the run goes on."""
+    def report(
+        phase: PhaseResult,
+        error: BenchIOError | None,
+        iteration: int,
+        shared: PhaseShared | None = None,
+    ) -> bool:
+        """Keep a block's result; whether the run goes on (under MPI: on every rank)."""
         phase = dataclasses.replace(phase, iteration=iteration, iterations=cfg.iterations)
+        if world is not None:
+            return _report_job(world, result, phase, error, shared, stop, observer, on_phase)
         result.phases.append(phase)
         if on_phase is not None:
             on_phase(phase)
@@ -130,6 +188,8 @@ def run_benchmark(
 
     async def housekeeping(iteration: int) -> bool:
         for kind in housekeeping_kinds(cfg):
+            if world is not None:
+                world.barrier()
             if not report(*await run_housekeeping(kind, opened.fds, cfg.paths), iteration):
                 return False
         return True
@@ -142,7 +202,9 @@ def run_benchmark(
             # Each phase of each iteration draws its own offsets and data from the seed;
             # iteration 0 numbers its phases as a run without -i does (same seed, same I/O).
             phase, shared = await run_phase(ctx, kind, iteration * len(kinds) + index)
-            if not report(phase, shared.error, iteration) or not await housekeeping(iteration):
+            if not report(phase, shared.error, iteration, shared):
+                return False
+            if not await housekeeping(iteration):
                 return False
         return True
 
@@ -160,8 +222,75 @@ def run_benchmark(
     finally:
         executor.shutdown(wait=True)
         opened.close()
-    ctx.observer.run_done(result)
+        if world is not None:
+            world.close()
+    if world is None or world.rank == 0:
+        observer.run_done(result)
     return result
+
+
+# A rank without a thread that had work has no first-done instant of its own.
+_NEVER = 1 << 62
+
+
+def _report_job(
+    world: World,
+    result: RunResult,
+    phase: PhaseResult,
+    error: BenchIOError | None,
+    shared: PhaseShared | None,
+    stop: threading.Event,
+    observer: Observer,
+    on_phase: PhaseCallback | None,
+) -> bool:
+    """Under MPI, after each block on every rank: find the job's first-done instant, read
+    this rank's counters at it, merge all ranks' results on rank 0 and report them there;
+    every rank learns the same outcome. Whether the run goes on."""
+    timeline = shared.timeline if shared is not None else None
+    own_first = phase.first_done.elapsed_ns
+    if shared is not None:
+        own_first = (shared.first_done_ns or shared.start_ns + _NEVER) - shared.start_ns
+    first = world.min(own_first)
+    if first >= _NEVER:
+        first = 0  # no thread of any rank had work
+    ops, nbytes, entries, read_ops, read_bytes = (
+        timeline.counts_at(first) if timeline is not None else (0, 0, 0, 0, 0)
+    )
+    at_first = Totals(
+        elapsed_ns=first,
+        ops=ops,
+        bytes=nbytes,
+        entries=entries,
+        cpu_percent=phase.first_done.cpu_percent,
+        read_ops=read_ops,
+        read_bytes=read_bytes,
+    )
+    signal_name = str(result.meta.get("signal")) if result.interrupted else None
+    status = (error.to_dict() if error is not None else None, signal_name, stop.is_set())
+    statuses = world.allgather((status, phase.time_limited))
+    parts = world.gather(RankPart(world.rank, world.host, phase, at_first))
+    failed = [(r, s[0]) for r, (s, _) in enumerate(statuses) if s[0] is not None]
+    signalled = [(r, s[1]) for r, (s, _) in enumerate(statuses) if s[1] is not None]
+    if failed:
+        rank, info = failed[0]
+        result.error = info | {"message": f"{world.name(rank)}: {info['message']}"}
+        result.error |= {"rank": rank, "host": world.hosts[rank]}
+    if signalled:
+        rank, name = signalled[0]
+        result.interrupted = True
+        result.meta["signal"] = name
+        result.meta["signal_rank"] = rank
+    if parts is not None:
+        merged = merge_phase(parts)
+        if failed:
+            merged = dataclasses.replace(merged, interrupted=False)
+        for interval in merged.intervals:
+            observer.interval(merged.name, interval)
+        result.phases.append(merged)
+        if on_phase is not None:
+            on_phase(merged)
+    stopped = any(s[2] for s, _ in statuses)
+    return not failed and not stopped and not any(limited for _, limited in statuses)
 
 
 async def _watch_signals(stop: threading.Event, result: RunResult) -> None:

@@ -1,7 +1,8 @@
 """Saved runs: a ``--json`` document read back into the result model (``show``, ``compare``).
 
 Reads schema versions 1 and 2; what version 1 lacks (intervals, per-target counts, CPU)
-comes back empty, and a document without ``iteration`` keys is one iteration. The
+comes back empty, as do the per-rank and per-host counts of a run without MPI, and a
+document without ``iteration`` keys is one iteration. The
 ``iterations_summary`` is not read back: it is recomputed from the phases as the run
 computed it, so ``show`` prints the very summary the run printed. A file that is not such
 a document is a usage error naming the file.
@@ -111,9 +112,25 @@ def _interval(d: dict[str, Any]) -> IntervalStats:
     )
 
 
+def _members(
+    report: dict[str, Any] | None, members: str, index: str, path: str
+) -> tuple[TargetTotals, ...]:
+    """The list of a per_target/per_rank/per_host report; () when the report is absent."""
+    return tuple(
+        TargetTotals(
+            index=t[index],
+            path=t[path],
+            ops=t["ops"],
+            bytes=t["bytes"],
+            entries=t["entries"],
+            elapsed_ns=t["elapsed_ns"],
+        )
+        for t in (report or {}).get(members, [])
+    )
+
+
 def _phase(d: dict[str, Any], iterations: int) -> PhaseResult:
     latency = d["latency"]
-    targets = (d.get("per_target") or {}).get("targets", [])
     return PhaseResult(
         name=d["phase"],
         start_time=d.get("start_time", ""),
@@ -136,20 +153,12 @@ def _phase(d: dict[str, Any], iterations: int) -> PhaseResult:
             )
             for t in d["threads"]
         ),
-        targets=tuple(
-            TargetTotals(
-                index=t["index"],
-                path=t["path"],
-                ops=t["ops"],
-                bytes=t["bytes"],
-                entries=t["entries"],
-                elapsed_ns=t["elapsed_ns"],
-            )
-            for t in targets
-        ),
+        targets=_members(d.get("per_target"), "targets", "index", "path"),
         intervals=tuple(_interval(iv) for iv in d.get("intervals", [])),
         time_limited=d["time_limited"],
         interrupted=d["interrupted"],
         iteration=d.get("iteration", 0),
         iterations=iterations,
+        ranks=_members(d.get("per_rank"), "ranks", "rank", "host"),
+        hosts=_members(d.get("per_host"), "hosts", "index", "host"),
     )

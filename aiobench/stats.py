@@ -9,6 +9,7 @@ Pure: no disk, no event loop.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,6 +85,27 @@ class LatencyRecorder:
         self.max_ns = 0
         self.sum_ns = 0
         self.sum_sq = 0.0
+
+    @classmethod
+    def from_summary(cls, summary: LatencySummary) -> LatencyRecorder:
+        """A recorder holding what ``summary`` describes, so summaries can be merged.
+
+        The HDR counts come back exactly; the sums are rebuilt from the rounded mean and
+        standard deviation (the raw sums are not kept in a summary), so a merged mean and
+        standard deviation are as precise as those roundings allow.
+        """
+        recorder = cls()
+        if summary.count == 0:
+            return recorder
+        recorder.counts = _decoded_counts(summary.hdr, summary.count)
+        recorder.count = summary.count
+        recorder.min_ns = summary.min_ns
+        recorder.max_ns = summary.max_ns
+        recorder.sum_ns = round(summary.mean_ns * summary.count)
+        # From the mean the rebuilt sum gives, so the variance comes back as the summary's.
+        mean = recorder.sum_ns / summary.count
+        recorder.sum_sq = summary.count * (summary.stddev_ns**2 + mean * mean)
+        return recorder
 
     def add(self, lat_ns: Int64Array) -> None:
         """Keep ``lat_ns`` for the next fold: one copy, no reductions (called per run)."""
@@ -167,6 +189,39 @@ class LatencyRecorder:
             percentiles_ns=points,
             hdr=h.encode().decode("ascii") if self.count else "",
         )
+
+
+def _decoded_counts(hdr: str, count: int) -> Int64Array:
+    """The counts array of an encoded histogram of our geometry holding ``count`` values."""
+    if not hdr:
+        raise ValueError(f"latency summary of {count} values has no histogram")
+    decoded = HdrHistogram.decode(hdr)
+    shape = (
+        decoded.lowest_trackable_value,
+        decoded.highest_trackable_value,
+        decoded.significant_figures,
+    )
+    if shape != (HDR_LOWEST_NS, HDR_HIGHEST_NS, HDR_DIGITS):
+        raise ValueError(f"latency histogram of another geometry: {shape}")
+    counts = np.ctypeslib.as_array(decoded.counts).astype(np.int64)
+    if int(counts.sum()) != count:
+        raise ValueError(f"latency histogram holds {int(counts.sum())} values, not {count}")
+    return counts
+
+
+def merge_latency(summaries: Sequence[LatencySummary | None]) -> LatencySummary | None:
+    """One summary of all values behind ``summaries`` (None entries skipped; None if all are).
+
+    Counts and percentiles come out as if one recorder had seen every value: the HDR
+    buckets add up exactly and the exact min and max are kept.
+    """
+    present = [s for s in summaries if s is not None]
+    if not present:
+        return None
+    total = LatencyRecorder()
+    for summary in present:
+        total.merge(LatencyRecorder.from_summary(summary))
+    return total.summary()
 
 
 @dataclass(frozen=True, slots=True)

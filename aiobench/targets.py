@@ -350,9 +350,12 @@ def _open_one(
     elif path_type == FILE and cfg.write and not os.path.exists(path):
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            pass  # another MPI rank created it just now: not ours to remove
         except OSError as exc:
             raise ConfigError(f"{path}: cannot create: {exc.strerror}") from None
-        created.append(path)
+        else:
+            created.append(path)
     if cfg.direct:
         flags |= os.O_DIRECT
     try:

@@ -24,6 +24,7 @@ from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.intervals import IntervalSeries
 from aiobench.stats import Int64Array, LatencyRecorder
+from aiobench.timeline import CounterTimeline, Counts, run_counts
 from aiobench.workload import OpRun, OpStream
 
 # A round-trip to the executor costs tens of microseconds, and up to a scheduler time slice
@@ -41,15 +42,6 @@ _RING = 8
 
 Stream = OpStream | EntryStream
 Run = OpRun | EntryRun
-# What a slot has completed: (ops, bytes, entries, read ops, read bytes); the reads are
-# the --rwmixpct reads among the ops and bytes.
-Counts = tuple[int, int, int, int, int]
-
-
-def _counts(run: Run, units: int, io_ops: int) -> Counts:
-    ops, nbytes, entries = run.totals(units, io_ops)
-    read_ops, read_bytes = run.reads(units) if isinstance(run, OpRun) else (0, 0)
-    return ops, nbytes, entries, read_ops, read_bytes
 
 
 @dataclass(slots=True)
@@ -68,6 +60,7 @@ class PhaseShared:
     stop: threading.Event = field(default_factory=threading.Event)
     error: BenchIOError | None = None
     series: IntervalSeries | None = None
+    timeline: CounterTimeline | None = None  # under MPI: counts to read at the job's first done
     inflight: int = 0
     peak_inflight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -97,7 +90,7 @@ class Done:
         io_ops = int(np.searchsorted(self.io_ends, instant_ns, side="right"))
         if units == self.ends.size and io_ops == self.io_ends.size:
             return None
-        return _counts(self.run, units, io_ops)
+        return run_counts(self.run, units, io_ops)
 
 
 @dataclass(slots=True)
@@ -198,11 +191,13 @@ def _int64(values: list[int]) -> Int64Array:
 def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
     before = slot.totals
     units, io_ops = int(done.ends.size), int(done.io_ends.size)
-    ops, nbytes, entries, read_ops, read_bytes = _counts(done.run, units, io_ops)
+    ops, nbytes, entries, read_ops, read_bytes = run_counts(done.run, units, io_ops)
     if slot.per_path is not None:
         done.run.add_per_path(units, io_ops, slot.per_path)
     if shared.series is not None:
         shared.series.add(done.run, done.ends, done.io_ends, done.latency, done.io_latency)
+    if shared.timeline is not None:
+        shared.timeline.add(done.run, done.ends, done.io_ends)
     slot.ops += ops
     slot.bytes += nbytes
     slot.entries += entries

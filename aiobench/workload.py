@@ -271,10 +271,11 @@ class OpStream:
 
 
 def ops_per_thread(
-    layout: Layout, parts: list[Slice], rand: bool, randamount: int | None
+    layout: Layout, parts: list[Slice], threads: int, rand: bool, randamount: int | None
 ) -> list[int]:
-    """Operations each thread issues: its slice, or an even share of ``--randamount``."""
+    """Operations each thread issues: its slice, or an even share (over all ``threads``,
+    these ``parts`` among them) of ``--randamount``."""
     if not rand or randamount is None:
         return [part.blocks for part in parts]
-    share = randamount // len(parts) // layout.block_size
+    share = randamount // threads // layout.block_size
     return [share] * len(parts)

@@ -122,9 +122,9 @@ def test_seeded_streams_repeat_exactly() -> None:
 def test_randamount_is_split_evenly_in_whole_blocks() -> None:
     layout = Layout((1 << 20,) * 2, 4096)
     parts = layout.slices(3)
-    assert ops_per_thread(layout, parts, True, None) == [170, 170, 172]
-    assert ops_per_thread(layout, parts, True, 1 << 20) == [85, 85, 85]
-    assert ops_per_thread(layout, parts, False, 1 << 20) == [170, 170, 172]
+    assert ops_per_thread(layout, parts, 3, True, None) == [170, 170, 172]
+    assert ops_per_thread(layout, parts, 3, True, 1 << 20) == [85, 85, 85]
+    assert ops_per_thread(layout, parts, 3, False, 1 << 20) == [170, 170, 172]
 
 
 def test_run_after_keeps_the_rest_in_order() -> None:

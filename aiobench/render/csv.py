@@ -92,6 +92,13 @@ def _if(count: int, value: object) -> str:
     return str(value) if count else ""
 
 
+def host_count(meta: dict[str, Any]) -> int:
+    """The distinct hosts of an MPI run (``meta["mpi"]["hosts"]``); 1 without MPI."""
+    mpi = meta.get("mpi")
+    hosts = mpi.get("hosts") if isinstance(mpi, dict) else None
+    return len(set(hosts)) if hosts else 1
+
+
 def _config_cells(meta: dict[str, Any]) -> list[str]:
     cfg: dict[str, Any] = meta["config"]
     path_type = meta["path_type"]
@@ -101,7 +108,7 @@ def _config_cells(meta: dict[str, Any]) -> list[str]:
         str(meta.get("label", "")).replace(",", " "),
         path_type,
         str(len(meta["paths"])),
-        "1",
+        str(host_count(meta)),
         str(cfg["threads"]),
         str(1 if cfg.get("dirs") is None else cfg["dirs"]) if dir_mode else "",
         str(1 if cfg.get("files") is None else cfg["files"]) if dir_mode else "",

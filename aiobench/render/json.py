@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from aiobench.iterations import SUMMARY_METRICS, IterationSummary, Spread, summarize
@@ -15,6 +16,7 @@ from aiobench.results import (
     RunResult,
     TargetTotals,
     Totals,
+    target_report,
 )
 from aiobench.stats import LatencySummary
 
@@ -84,10 +86,24 @@ def interval_dict(iv: IntervalStats) -> dict[str, Any]:
     }
 
 
-def _target(t: TargetTotals) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    """What a report's JSON calls its list and each member's index and path."""
+
+    members: str
+    index: str
+    path: str
+
+
+_TARGET_KEYS = _Keys("targets", "index", "path")
+_RANK_KEYS = _Keys("ranks", "rank", "host")
+_HOST_KEYS = _Keys("hosts", "index", "host")
+
+
+def _member(t: TargetTotals, keys: _Keys) -> dict[str, Any]:
     return {
-        "index": t.index,
-        "path": t.path,
+        keys.index: t.index,
+        keys.path: t.path,
         "ops": t.ops,
         "bytes": t.bytes,
         "entries": t.entries,
@@ -96,20 +112,37 @@ def _target(t: TargetTotals) -> dict[str, Any]:
     }
 
 
-def per_target_dict(phase: PhaseResult) -> dict[str, Any]:
-    report = phase.target_report
-    out: dict[str, Any] = {"targets": [_target(t) for t in phase.targets]}
+def _report_dict(members: tuple[TargetTotals, ...], keys: _Keys) -> dict[str, Any]:
+    """Members with min, max, average and aggregate; the summary is null when none worked."""
+    report = target_report(members)
+    out: dict[str, Any] = {keys.members: [_member(t, keys) for t in members]}
     if report is None:
         return out | dict.fromkeys(("metric", "min", "max", "average", "aggregate"))
+
+    def named(t: TargetTotals) -> dict[str, Any]:
+        return {keys.index: t.index, keys.path: t.path} | t.rates()
+
     return out | {
         "metric": report.metric,
-        "min": {"index": report.slowest.index, "path": report.slowest.path}
-        | report.slowest.rates(),
-        "max": {"index": report.fastest.index, "path": report.fastest.path}
-        | report.fastest.rates(),
+        "min": named(report.slowest),
+        "max": named(report.fastest),
         "average": report.average,
         "aggregate": report.aggregate,
     }
+
+
+def per_target_dict(phase: PhaseResult) -> dict[str, Any]:
+    return _report_dict(phase.targets, _TARGET_KEYS)
+
+
+def per_rank_dict(phase: PhaseResult) -> dict[str, Any]:
+    """Under MPI: each rank (and its host) over its slowest thread."""
+    return _report_dict(phase.ranks, _RANK_KEYS)
+
+
+def per_host_dict(phase: PhaseResult) -> dict[str, Any]:
+    """Under MPI: each host (number and name) over its slowest thread."""
+    return _report_dict(phase.hosts, _HOST_KEYS)
 
 
 def phase_dict(phase: PhaseResult) -> dict[str, Any]:
@@ -121,7 +154,7 @@ def phase_dict(phase: PhaseResult) -> dict[str, Any]:
         write=phase.write_latency,
     )
     mixed = phase.rwmix_pct is not None
-    return {
+    out: dict[str, Any] = {
         "phase": phase.name,
         "rwmix_read_pct": phase.rwmix_pct,
         "iteration": phase.iteration,
@@ -145,6 +178,10 @@ def phase_dict(phase: PhaseResult) -> dict[str, Any]:
         "per_target": per_target_dict(phase),
         "intervals": [interval_dict(iv) for iv in phase.intervals],
     }
+    if phase.ranks:
+        out["per_rank"] = per_rank_dict(phase)
+        out["per_host"] = per_host_dict(phase)
+    return out
 
 
 def _spread(s: Spread) -> dict[str, Any]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from aiobench.iterations import IterationSummary, summarize
-from aiobench.results import PhaseResult, TargetTotals
+from aiobench.results import PhaseResult, TargetTotals, target_report
 from aiobench.stats import TABLE_PERCENTILES, LatencySummary
 from aiobench.units import MIB, NS_PER_MS, format_elapsed, format_latency, format_us
 
@@ -116,35 +119,71 @@ def _target_row(name: str, rates: dict[str, int], columns: list[tuple[str, str]]
     return f"{'':<11} {name:<17}:{cells}{tail}\n".rstrip() + "\n"
 
 
+@dataclass(frozen=True, slots=True)
+class _Breakdown:
+    """How a report block is titled and how it names its members."""
+
+    title: str  # after the phase name: ``per target``
+    column: str  # the last column's heading
+    name: Callable[[TargetTotals], str]  # how Min and Max name the member
+
+
+_PER_TARGET = _Breakdown("per target", "Target", lambda t: f"#{t.index} {t.path}")
+_PER_RANK = _Breakdown("per rank", "Rank", lambda t: f"rank {t.index} {t.path}")
+_PER_HOST = _Breakdown("per host", "Host", lambda t: t.path)
+
+
+def _report_block(phase: PhaseResult, kind: _Breakdown, members: tuple[TargetTotals, ...]) -> str:
+    """Min, max, average, aggregate and one row per member; '' when no member had work."""
+    report = target_report(members)
+    if report is None:
+        return ""
+    columns = _target_columns(phase)
+
+    def elapsed(t: TargetTotals) -> str:
+        return f"  {format_elapsed(t.elapsed_ns):>9}  "
+
+    titles = "".join(f" {title:>10}" for title, _ in columns)
+    out = f"{phase.name:<11} {kind.title:<17}:{titles}  {'Elapsed':>9}  {kind.column}\n"
+    for label, t in (("Min", report.slowest), ("Max", report.fastest)):
+        out += _target_row(label, t.rates(), columns, elapsed(t) + kind.name(t))
+    out += _target_row("Average", report.average, columns, "")
+    out += _target_row("Aggregate", report.aggregate, columns, "")
+    for t in members:
+        out += _target_row(f"#{t.index}", t.rates(), columns, elapsed(t) + t.path)
+    return out + SEPARATOR
+
+
 def target_block(phase: PhaseResult) -> str:
     """beegfs-ctl --storagebench's report for one phase: min, max, average, aggregate, list.
 
     Each target's rates are over its slowest thread; min and max are picked by throughput
     (else entries/s, else IOPS) and name the target. Empty when no target had work.
     """
-    report = phase.target_report
-    if report is None:
-        return ""
-    columns = _target_columns(phase)
+    return _report_block(phase, _PER_TARGET, phase.targets)
 
-    def where(t: TargetTotals) -> str:
-        return f"  {format_elapsed(t.elapsed_ns):>9}  #{t.index} {t.path}"
 
-    titles = "".join(f" {title:>10}" for title, _ in columns)
-    out = f"{phase.name:<11} {'per target':<17}:{titles}  {'Elapsed':>9}  Target\n"
-    out += _target_row("Min", report.slowest.rates(), columns, where(report.slowest))
-    out += _target_row("Max", report.fastest.rates(), columns, where(report.fastest))
-    out += _target_row("Average", report.average, columns, "")
-    out += _target_row("Aggregate", report.aggregate, columns, "")
-    for t in phase.targets:
-        tail = f"  {format_elapsed(t.elapsed_ns):>9}  {t.path}"
-        out += _target_row(f"#{t.index}", t.rates(), columns, tail)
-    return out + SEPARATOR
+def rank_block(phase: PhaseResult) -> str:
+    """The same report over MPI ranks: min and max name the rank and its host."""
+    return _report_block(phase, _PER_RANK, phase.ranks)
+
+
+def host_block(phase: PhaseResult) -> str:
+    """The same report over the hosts of an MPI run: min and max name the host."""
+    return _report_block(phase, _PER_HOST, phase.hosts)
 
 
 def phase_text(phase: PhaseResult, pertarget: bool) -> str:
-    """A phase's block, followed by its per-target report when asked for."""
-    return phase_block(phase) + (target_block(phase) if pertarget else "")
+    """A phase's block, then its reports: per target if asked, per rank and host under MPI.
+
+    The per-host report is left out when every rank ran on one host.
+    """
+    out = phase_block(phase) + (target_block(phase) if pertarget else "")
+    if phase.ranks:
+        out += rank_block(phase)
+    if len(phase.hosts) >= 2:
+        out += host_block(phase)
+    return out
 
 
 def _summary_row(op: str, name: str, cells: tuple[object, ...]) -> str:

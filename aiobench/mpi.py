@@ -28,22 +28,22 @@ _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_
 _STOP_TAG = 7_701
 
 
-def launch_rank(environ: Mapping[str, str] = os.environ) -> int | None:
-    """This process's rank as the launcher set it, without starting MPI; None if none."""
-    for name in _RANK_VARS:
+def _first_number(environ: Mapping[str, str], names: tuple[str, ...]) -> int | None:
+    for name in names:
         value = environ.get(name, "")
         if value.isdigit():
             return int(value)
     return None
+
+
+def launch_rank(environ: Mapping[str, str] = os.environ) -> int | None:
+    """This process's rank as the launcher set it, without starting MPI; None if none."""
+    return _first_number(environ, _RANK_VARS)
 
 
 def launched_size(environ: Mapping[str, str] = os.environ) -> int | None:
     """The job size the launcher announced, if it did."""
-    for name in _SIZE_VARS:
-        value = environ.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return None
+    return _first_number(environ, _SIZE_VARS)
 
 
 def wanted(forced: bool, environ: Mapping[str, str] = os.environ) -> bool:

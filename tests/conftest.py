@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 import uvloop
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.cli import main
+from aiobench.schema import load_schema
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -34,6 +36,19 @@ def run_aiobench(
         cwd=cwd,
         check=False,
     )
+
+
+@pytest.fixture(scope="session")
+def validator() -> Draft202012Validator:
+    """The result schema's validator (the schema itself checked first), with formats."""
+    schema = load_schema()
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def errors_of(validator: Draft202012Validator, doc: object) -> list[str]:
+    """The schema's complaints about ``doc``, each with where it is."""
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.schema import load_schema
 from aiobench.targets import filesystem_type
 from tests.conftest import RunCli, mounted_tmpfs
 from tests.test_cli_errors import assert_usage_error, listing
@@ -35,13 +34,6 @@ UNRELATED = {"keep.txt": b"not part of the layout\n", "sub/inner.bin": b"\x00\x0
 
 # ---------------------------------------------------------------------------------------
 # helpers
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = load_schema()
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def read_doc(path: Path, validator: Draft202012Validator) -> Doc:

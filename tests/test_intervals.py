@@ -35,7 +35,6 @@ from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import READ, WRITE
 from aiobench.phases import Observer
 from aiobench.results import IntervalStats, PhaseResult, Progress
-from aiobench.schema import load_schema
 from aiobench.stats import Int64Array
 from aiobench.targets import Layout
 from aiobench.units import rate
@@ -490,13 +489,6 @@ async def test_injected_stall_stands_out_in_one_interval(tmp_path: Path) -> None
     # It was reported as soon as its interval was over, while the phase still ran.
     arrived = log.arrived_ns[stalled[0]] - shared.start_ns
     assert stall.end_ns <= arrived < phase.last_done.elapsed_ns
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = load_schema()
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def schema_errors(validator: Draft202012Validator, doc: object) -> list[str]:

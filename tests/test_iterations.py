@@ -37,6 +37,7 @@ from aiobench.runner import run_benchmark
 from aiobench.schema import load_schema
 from aiobench.targets import resolve
 from aiobench.workload import OpRun
+from tests.conftest import errors_of
 from tests.conftest import run_aiobench as aiobench
 from tests.test_json_schema import _delete, _set
 from tests.test_render_table import no_latency
@@ -114,17 +115,6 @@ def shown_ms(text: str) -> int:
         return int(text[:-2])
     secs, ms = text[:-1].split(".")
     return int(secs) * 1000 + int(ms)
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = load_schema()
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def errors_of(validator: Draft202012Validator, doc: object) -> list[str]:
-    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
 
 
 def check_summary_against_blocks(stdout: str, doc: Doc) -> None:

@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.errors import BenchIOError
 from aiobench.schema import load_schema
 from aiobench.stats import PERCENTILES
-from tests.conftest import RunCli
+from tests.conftest import RunCli, errors_of
 
 EXAMPLE = Path(__file__).parent / "data" / "example-result.json"
 FIO_POINTS = [
@@ -35,17 +35,6 @@ TOTALS_KEYS = {
 }  # fmt: skip
 MIB = 1 << 20
 Doc = dict[str, Any]
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = load_schema()
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def errors_of(validator: Draft202012Validator, doc: object) -> list[str]:
-    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
 
 
 def run_json(run_cli: RunCli, tmp_path: Path, *args: str) -> Doc:

@@ -29,7 +29,6 @@ from aiobench.kinds import READ
 from aiobench.phases import run_phase
 from aiobench.render.table import phase_text, render_table, target_block
 from aiobench.results import PhaseResult, TargetTotals, Totals, target_report
-from aiobench.schema import load_schema
 from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout
 from aiobench.workload import OpRun
@@ -83,13 +82,6 @@ def phase_of(name: str, targets: tuple[TargetTotals, ...]) -> PhaseResult:
         threads=(),
         targets=targets,
     )
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = load_schema()
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def assert_valid(validator: Draft202012Validator, doc: Doc) -> None:

@@ -32,6 +32,7 @@ from aiobench.saved import load_run
 from aiobench.schema import load_schema
 from aiobench.stats import LatencyRecorder, LatencySummary
 from tests.conftest import call_main as call
+from tests.conftest import errors_of
 
 EXAMPLE = Path(__file__).parent / "data" / "example-result.json"
 MIB = 1 << 20
@@ -150,17 +151,6 @@ def rows_of(block: str) -> dict[str, list[str]]:
     lines = block.splitlines()
     assert lines[-1] == "---"
     return {line[:29].strip(): line[30:].split() for line in lines[1:-1]}
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = load_schema()
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def errors_of(validator: Draft202012Validator, doc: object) -> list[str]:
-    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
 
 
 # ---------------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench import __version__
-from aiobench.schema import load_schema
 from tests.conftest import call_main as call
 from tests.conftest import run_aiobench as aiobench
 
@@ -113,13 +112,6 @@ def read_csv(path: Path) -> tuple[list[str], list[Row]]:
         assert None not in row, f"more cells than columns: {row}"
         assert None not in row.values(), f"fewer cells than columns: {row}"
     return header, rows
-
-
-@pytest.fixture(scope="module")
-def validator() -> Draft202012Validator:
-    schema = load_schema()
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def assert_valid(validator: Draft202012Validator, record: object) -> None:

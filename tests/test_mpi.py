@@ -258,6 +258,7 @@ def test_sigint_to_one_rank_stops_every_rank(tmp_path: Path) -> None:
         took = time.monotonic() - started
     assert took < 5, took
     assert job.returncode == 130, err
+    assert _ranks_with(label) == {}  # no rank left behind
     assert f"Interrupted by SIGINT on rank 1 ({HOST})" in err
     doc = json.loads(out)
     Draft202012Validator(load_schema()).validate(doc)
@@ -270,23 +271,10 @@ def _wait_for_ranks(label: str, count: int, target: str) -> list[int]:
     each has ``target`` open."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        found: dict[int, int] = {}
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-                environ = (entry / "environ").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if label.encode() not in cmdline or b"aiobench" not in cmdline:
-                continue
-            if not _has_open(entry, target):
-                continue
-            for item in environ:
-                if item.startswith(b"OMPI_COMM_WORLD_RANK="):
-                    found[int(item.split(b"=", 1)[1])] = int(entry.name)
-        if len(found) == count:
+        found = _ranks_with(label)
+        if len(found) == count and all(
+            _has_open(Path("/proc", str(p)), target) for p in found.values()
+        ):
             return [found[r] for r in range(count)]
         time.sleep(0.1)
     raise AssertionError(f"the {count} ranks did not start")
@@ -297,3 +285,22 @@ def _has_open(proc: Path, target: str) -> bool:
         return any(os.readlink(fd) == target for fd in (proc / "fd").iterdir())
     except OSError:
         return False
+
+
+def _ranks_with(label: str) -> dict[int, int]:
+    """{MPI rank: PID} of the aiobench processes whose command line holds ``label``."""
+    found: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if label.encode() not in cmdline or b"aiobench" not in cmdline:
+            continue
+        for item in environ:
+            if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+                found[int(item.split(b"=", 1)[1])] = int(entry.name)
+    return found

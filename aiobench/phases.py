@@ -127,7 +127,7 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
     else:
         parts = layout.slices(ctx.slices)[mine.start : mine.stop]
     counts = ops_per_thread(layout, parts, ctx.slices, cfg.rand, cfg.randamount)
-    pct = cfg.rwmixpct if kind == WRITE else None
+    pct = _rwmix_pct(cfg, kind)
     return [
         OpStream(
             layout=layout,
@@ -144,6 +144,11 @@ def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
         )
         for rank, part, count in zip(ctx.ids, parts, counts, strict=True)
     ]
+
+
+def _rwmix_pct(cfg: BenchConfig, kind: str) -> int | None:
+    """--rwmixpct of this phase: only the write phase mixes in reads."""
+    return cfg.rwmixpct if kind == WRITE else None
 
 
 def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
@@ -229,7 +234,7 @@ async def run_phase(
 ) -> tuple[PhaseResult, PhaseShared]:
     """Run one phase of ``kind`` over all threads and summarise it."""
     cfg = ctx.cfg
-    name = phase_name(kind, cfg.rwmixpct)
+    name = phase_name(kind, _rwmix_pct(cfg, kind))
     streams = _streams(ctx, kind, phase_index)
     slots = _slots(ctx, kind, phase_index)
     shared = PhaseShared(
@@ -492,7 +497,8 @@ def _summarise(
         read_ops=sum(s.read_ops for s in all_slots),
         read_bytes=sum(s.read_bytes for s in all_slots),
     )
-    mixed = kind == WRITE and ctx.cfg.rwmixpct is not None
+    pct = _rwmix_pct(ctx.cfg, kind)
+    mixed = pct is not None
     io_latency = latency.summary()
     read_latency = write_latency = None
     if mixed:  # the slots' recorders held the writes; the I/O latency is of both kinds
@@ -501,7 +507,7 @@ def _summarise(
         io_latency = latency.summary()
     worked = [t.elapsed_ns if s.total_ops else 0 for t, s in zip(threads, streams, strict=True)]
     return PhaseResult(
-        name=phase_name(kind, ctx.cfg.rwmixpct),
+        name=phase_name(kind, pct),
         start_time=wall_start.isoformat(timespec="milliseconds"),
         first_done=Totals(
             elapsed_ns=first - start,
@@ -514,7 +520,7 @@ def _summarise(
         ),
         last_done=last_done,
         io_latency=io_latency,
-        rwmix_pct=ctx.cfg.rwmixpct if mixed else None,
+        rwmix_pct=pct,
         read_latency=read_latency,
         write_latency=write_latency,
         entry_latency=entry_latency.summary() if isinstance(ctx.layout, DirLayout) else None,

@@ -33,7 +33,11 @@ def run_counts(run: OpRun | EntryRun, units: int, io_ops: int) -> Counts:
 
 
 def _cumulative(run: OpRun | EntryRun, units: Int64Array, io_ops: Int64Array) -> Int64Array:
-    """:func:`run_counts` for arrays of done units and block I/Os: one row per pair."""
+    """:func:`run_counts` for arrays of done units and block I/Os: one row per pair.
+
+    The vector form of ``EntryRun.totals``, ``OpRun.totals`` and ``RwMix.reads``, which
+    work on one count at a time; the tests hold the two forms to each other.
+    """
     out = np.zeros((units.size, FIELDS), dtype=np.int64)
     if isinstance(run, EntryRun):
         per = run.blocks_per_entry

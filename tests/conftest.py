@@ -161,13 +161,20 @@ def run_tool(*cmd: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(cmd), capture_output=True, text=True, check=False, timeout=60)
 
 
-@pytest.fixture
-def ext4_loop(tmp_path: Path) -> Iterator[Ext4Loop]:
+def require_root_tools(why: str, *tools: str) -> None:
+    """Skip the test unless it runs as root with every one of ``tools`` installed."""
     if os.geteuid() != 0:
-        pytest.skip("loop devices, mounts and fsfreeze need root")
-    for tool in ("mkfs.ext4", "losetup", "mount", "umount", "fsfreeze"):
+        pytest.skip(f"{why} need root")
+    for tool in tools:
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed")
+
+
+@pytest.fixture
+def ext4_loop(tmp_path: Path) -> Iterator[Ext4Loop]:
+    require_root_tools(
+        "loop devices, mounts and fsfreeze", "mkfs.ext4", "losetup", "mount", "umount", "fsfreeze"
+    )
     fs = Ext4Loop(tmp_path)
     try:
         yield fs

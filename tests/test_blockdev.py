@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli
+from tests.conftest import RunCli, require_root_tools
 
 MIB = 1 << 20
 
@@ -68,11 +67,9 @@ class LoopDevices:
 
 @pytest.fixture
 def loops(tmp_path: Path) -> Iterator[LoopDevices]:
-    if os.geteuid() != 0:
-        pytest.skip("loop devices and mounts need root")
-    for tool in ("losetup", "mkfs.ext4", "mount", "umount", "blkid"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
+    require_root_tools(
+        "loop devices and mounts", "losetup", "mkfs.ext4", "mount", "umount", "blkid"
+    )
     manager = LoopDevices(tmp_path)
     try:
         yield manager

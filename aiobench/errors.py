@@ -32,16 +32,19 @@ class BenchIOError(AiobenchError):
 
     exit_code = EXIT_IO_ERROR
 
-    def __init__(self, *, path: str, offset: int, errno: int, detail: str = "") -> None:
+    def __init__(self, *, path: str, offset: int | None, errno: int, detail: str = "") -> None:
+        """``offset`` is None where no offset means anything (creating, opening or
+        removing an entry); the message then names the path alone."""
         self.path = path
         self.offset = offset
         self.errno = errno
         self.detail = detail or os.strerror(errno)
         name = errno_mod.errorcode.get(errno, str(errno))
-        super().__init__(f"{path}: offset {offset}: {name} ({self.detail})")
+        where = path if offset is None else f"{path}: offset {offset}"
+        super().__init__(f"{where}: {name} ({self.detail})")
 
     @classmethod
-    def from_os(cls, path: str, offset: int, exc: OSError) -> BenchIOError:
+    def from_os(cls, path: str, offset: int | None, exc: OSError) -> BenchIOError:
         return cls(path=path, offset=offset, errno=exc.errno or 0, detail=exc.strerror or "")
 
     def to_dict(self) -> dict[str, object]:

@@ -13,6 +13,8 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
         A document without them is one iteration.
     2, extended likewise — phases[].rwmix_read_pct (null unless --rwmixpct), and in RWMIX
         phases first_done/last_done.read/.write and latency.read/.write.
+    3 — error.offset is null where no offset means anything (creating, opening or
+        removing an entry; before, such errors claimed offset 0).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from aiobench.stats import LatencySummary
 from aiobench.units import rate
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class _Rates:

@@ -25,7 +25,7 @@ from aiobench.results import (
 )
 from aiobench.stats import LatencySummary
 
-READABLE_VERSIONS = (1, SCHEMA_VERSION)
+READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
 
 
 def load_document(path: str) -> dict[str, Any]:

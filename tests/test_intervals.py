@@ -604,7 +604,7 @@ def test_livejson_and_livecsv_append_across_runs(
     records = read_ndjson(live_json)
     for record in records:
         assert schema_errors(validator, record) == []
-        assert record["schema_version"] == 2 and record["record"] == "interval"
+        assert record["schema_version"] == 3 and record["record"] == "interval"
     assert [(r["label"], r["phase"], strip_record(r)) for r in records] == [
         (label, name, iv) for label, name, _, iv in expected
     ]

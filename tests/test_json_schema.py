@@ -21,6 +21,7 @@ from hdrh.histogram import HdrHistogram
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.errors import BenchIOError
+from aiobench.results import SCHEMA_VERSION
 from aiobench.schema import load_schema
 from aiobench.stats import PERCENTILES
 from tests.conftest import RunCli, errors_of
@@ -93,7 +94,7 @@ def test_schema_is_draft_2020_12_and_strict() -> None:
     for name in strict:
         assert defs[name]["additionalProperties"] is False, name
     assert defs["percentiles"]["required"] == [f"{p:g}" for p in PERCENTILES] == FIO_POINTS
-    assert defs["document"]["properties"]["schema_version"] == {"const": 2}
+    assert defs["document"]["properties"]["schema_version"]["enum"] == [2, SCHEMA_VERSION]
     assert [branch["$ref"] for branch in schema["oneOf"]] == [
         "#/$defs/document",
         "#/$defs/phase_record",
@@ -107,7 +108,7 @@ def test_write_read_document_validates(
     doc = run_json(run_cli, tmp_path, "-w", "-r", "-b", "64k", "-t", "2", "-s", "1m", "f1", "f2")
     assert errors_of(validator, doc) == []
     assert next(iter(doc)) == "schema_version"
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert doc["interrupted"] is False and doc["error"] is None
     assert [p["phase"] for p in doc["phases"]] == ["WRITE", "READ"]
     for phase in doc["phases"]:

@@ -432,7 +432,7 @@ def test_jsonfile_gets_one_valid_record_per_phase(
     for record, (run, phase) in zip(records, pairs, strict=True):
         assert_valid(validator, record)
         assert next(iter(record)) == "schema_version"
-        assert record["schema_version"] == 2 and record["record"] == "phase"
+        assert record["schema_version"] == 3 and record["record"] == "phase"
         assert record["phase"] == phase  # the very phase the --json document has
         assert record["meta"] == run.doc["meta"]
         assert record["label"] == run.doc["meta"]["label"]

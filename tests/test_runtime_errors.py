@@ -60,3 +60,11 @@ def test_reader_closing_the_pipe_ends_quietly_and_the_run_completes(tmp_path: Pa
         phases = [row["operation"] for row in csv.DictReader(handle)]
     assert phases == ["MKDIRS", "WRITE", "READ", "RMFILES", "RMDIRS"]
     assert [list(d.iterdir()) for d in dirs] == [[], []]
+
+
+def test_error_without_offset_names_the_path_alone() -> None:
+    from aiobench.errors import BenchIOError
+
+    err = BenchIOError(path="/x/r0/d0", offset=None, errno=30)
+    assert str(err) == "/x/r0/d0: EROFS (Read-only file system)"
+    assert err.to_dict()["offset"] is None

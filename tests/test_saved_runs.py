@@ -318,7 +318,7 @@ def _write_docs(saved: dict[str, Saved], where: Path) -> None:
     doc = saved["single"].doc
     (where / "good.json").write_text(json.dumps(doc), encoding="utf-8")
     (where / "text.json").write_text("OPERATION   RESULT TYPE\n", encoding="utf-8")
-    (where / "v3.json").write_text(json.dumps(doc | {"schema_version": 3}), encoding="utf-8")
+    (where / "v99.json").write_text(json.dumps(doc | {"schema_version": 99}), encoding="utf-8")
     (where / "nover.json").write_text(
         json.dumps({k: v for k, v in doc.items() if k != "schema_version"}), encoding="utf-8"
     )
@@ -338,7 +338,7 @@ def _write_docs(saved: dict[str, Saved], where: Path) -> None:
     [
         pytest.param(("show", "missing.json"), ["missing.json"], id="show-missing"),
         pytest.param(("show", "text.json"), ["text.json", "JSON"], id="show-not-json"),
-        pytest.param(("show", "v3.json"), ["v3.json", "schema_version"], id="show-version-3"),
+        pytest.param(("show", "v99.json"), ["v99.json", "schema_version"], id="show-version-99"),
         pytest.param(("show", "nover.json"), ["nover.json", "schema_version"], id="show-no-ver"),
         pytest.param(("show", "list.json"), ["list.json"], id="show-not-a-document"),
         pytest.param(("show", "lines.jsonl"), ["lines.jsonl"], id="show-jsonfile-lines"),
@@ -348,7 +348,7 @@ def _write_docs(saved: dict[str, Saved], where: Path) -> None:
         ),
         pytest.param(("compare", "good.json", "text.json"), ["text.json"], id="cmp-not-json"),
         pytest.param(
-            ("compare", "v3.json", "good.json"), ["v3.json", "schema_version"], id="cmp-v3"
+            ("compare", "v99.json", "good.json"), ["v99.json", "schema_version"], id="cmp-v99"
         ),
         pytest.param(
             ("compare", "write.json", "read.json"),
@@ -356,7 +356,7 @@ def _write_docs(saved: dict[str, Saved], where: Path) -> None:
             id="cmp-no-common-phase",
         ),
         pytest.param(("plot", "missing.json", "-o", "p.png"), ["missing.json"], id="plot-missing"),
-        pytest.param(("plot", "v3.json", "-o", "p.png"), ["v3.json"], id="plot-v3"),
+        pytest.param(("plot", "v99.json", "-o", "p.png"), ["v99.json"], id="plot-v99"),
         pytest.param(
             ("plot", "good.json", "-o", "nodir/p.png"), ["-o/--output", "nodir"], id="plot-no-dir"
         ),

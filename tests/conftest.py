@@ -1,14 +1,16 @@
-"""Shared fixtures: a subprocess runner for the real CLI, small mounts for real stalls."""
+"""Shared fixtures: a subprocess runner for the real CLI, small mounts, a fault-injecting FUSE."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -180,3 +182,114 @@ def ext4_loop(tmp_path: Path) -> Iterator[Ext4Loop]:
         yield fs
     finally:
         fs.close()
+
+
+FAULTFS_SCRIPT = Path(__file__).with_name("faultfs.py")
+FAULTFS_MOUNT_TIMEOUT_S = 30.0  # generous: a busy 2-core machine starts Python slowly
+
+
+def fuse_mounted(mnt: Path) -> bool:
+    """Whether /proc/self/mountinfo lists a faultfs mount on ``mnt`` (touches no mount)."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
+        for line in info:
+            fields, _, fs = line.partition(" - ")
+            if fields.split()[4] == str(mnt) and fs.split()[0] == "fuse.faultfs":
+                return True
+    return False
+
+
+class FaultFs:
+    """Mounts tests/faultfs.py in processes of its own; close() undoes every mount.
+
+    Calling it mounts a fresh passthrough over an empty backing dir and returns the
+    mount point; :meth:`backing` gives the dir behind it, for files put there directly.
+    """
+
+    def __init__(self, workdir: Path, backing_root: Path) -> None:
+        self.workdir = workdir
+        self.backing_root = backing_root
+        self.mounts: list[tuple[Path, subprocess.Popen[bytes]]] = []
+        self.backings: dict[Path, Path] = {}
+
+    def __call__(
+        self,
+        *,
+        eio_offset: int | None = None,
+        eio_file: str | None = None,
+        eio_ops: tuple[str, ...] = ("read", "write"),
+        eio_create_n: int | None = None,
+        eio_mkdir_n: int | None = None,
+        errno_name: str = "EIO",
+    ) -> Path:
+        """A new mount whose reads/writes touching byte ``eio_offset`` of ``eio_file``
+        (relative to the mount; None: any file), whose ``eio_create_n``-th file creation
+        and ``eio_mkdir_n``-th mkdir fail with ``errno_name``."""
+        index = len(self.mounts)
+        backing = self.backing_root / f"fs{index}"
+        mnt = self.workdir / f"faultfs{index}"
+        backing.mkdir()
+        mnt.mkdir()
+        cmd = [sys.executable, str(FAULTFS_SCRIPT), str(backing), str(mnt), "--errno", errno_name]
+        cmd += ["--eio-ops", ",".join(eio_ops)]
+        for flag, value in (
+            ("--eio-offset", eio_offset),
+            ("--eio-file", eio_file),
+            ("--eio-create-n", eio_create_n),
+            ("--eio-mkdir-n", eio_mkdir_n),
+        ):
+            if value is not None:
+                cmd += [flag, str(value)]
+        log = self.workdir / f"faultfs{index}.log"
+        with log.open("wb") as stderr:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr)
+        self.mounts.append((mnt, proc))
+        self.backings[mnt] = backing
+        deadline = time.monotonic() + FAULTFS_MOUNT_TIMEOUT_S
+        while not fuse_mounted(mnt):
+            said = log.read_text(errors="replace").strip()
+            if proc.poll() is not None:
+                if said.startswith("fuse:"):  # libfuse's own words: this machine cannot mount
+                    pytest.skip(f"cannot mount a FUSE filesystem: {said}")
+                pytest.fail(f"faultfs exited with {proc.returncode} before mounting: {said}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"faultfs not mounted after {FAULTFS_MOUNT_TIMEOUT_S:.0f} s: {said}")
+            time.sleep(0.05)
+        return mnt
+
+    def backing(self, mnt: Path) -> Path:
+        """The directory behind the mount ``mnt``."""
+        return self.backings[mnt]
+
+    def close(self) -> None:
+        for mnt, proc in self.mounts:
+            if fuse_mounted(mnt) and run_tool("umount", str(mnt)).returncode:
+                # Busy (a file still open on it): detach it, and stop the server, which
+                # would otherwise go on serving that file until it is closed.
+                run_tool("umount", "-l", str(mnt))
+                proc.terminate()
+            try:
+                proc.wait(timeout=30)  # an unmount ends the server's loop
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if fuse_mounted(mnt):  # the server died under it: the mount is left dangling
+                run_tool("umount", "-l", str(mnt))
+        self.mounts.clear()
+
+
+@pytest.fixture
+def fault_fs(tmp_path: Path) -> Iterator[FaultFs]:
+    """A factory of faultfs mounts (root, /dev/fuse, fusepy and libfuse 2), over a tmpfs."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a FUSE filesystem needs root")
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("/dev/fuse is missing (no FUSE in this kernel or container)")
+    try:
+        importlib.import_module("fuse")  # fusepy; loads libfuse 2 through ctypes
+    except (ImportError, OSError) as exc:
+        pytest.skip(f"fusepy or libfuse 2 cannot load: {exc}")
+    with contextlib.ExitStack() as stack:
+        backing_root = stack.enter_context(mounted_tmpfs(tmp_path / "backing", "size=64m"))
+        factory = FaultFs(tmp_path, backing_root)
+        stack.callback(factory.close)
+        yield factory

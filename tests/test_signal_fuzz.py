@@ -243,6 +243,14 @@ def problems(case: Case, validator: Draft202012Validator) -> list[str]:
     return found
 
 
+def outcome(case: Case) -> str:
+    """How the case ended, for the summary line."""
+    for kind in ("before the benchmark started", "results so far"):
+        if kind in case.stderr():
+            return kind
+    return "finished" if case.proc is not None and case.proc.returncode == 0 else "other"
+
+
 def _left_behind(case: Case, doc: Any, finished: bool) -> list[str]:
     """Files this run created: only filled ones stay (dir mode: its tree may stay)."""
     before, after = case.before, listing(case.dir)
@@ -319,8 +327,7 @@ def test_signal_at_a_random_moment(
         for i in range(1, RUNS_PER_WORKLOAD + 1)
     ]
     report = run_cases(cases, validator)
-    codes = [c.proc.returncode for c in cases if c.proc is not None]
-    print(f"seed {SEED}: typical run {typical.duration_s:.2f} s; exit codes", Counter(codes))
+    print(f"seed {SEED}: typical run {typical.duration_s:.2f} s;", Counter(map(outcome, cases)))
     assert not report, f"AIOBENCH_SIGNAL_SEED={SEED}:\n" + "\n".join(report)
 
 

@@ -1,5 +1,5 @@
 """Entry point for ``python -m aiobench``."""
 
-from aiobench.cli import main
+from aiobench.entry import main
 
 main()

@@ -11,7 +11,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from aiobench import __version__
+from aiobench import __version__, interrupts
 from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig, build_config
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.mpi import World, abort_job, binding_note, launch_rank
@@ -380,6 +380,8 @@ def bench(
     lead = world is None or world.rank == 0  # the one process that prints and writes files
     resolved = _agreed(world, lambda: _resolve(cfg, world))
     _agreed(world, lambda: check_output_files(cfg) if lead else None)
+    if world is None:  # (under MPI the first phase stops every rank in step instead)
+        interrupts.check()  # the last moment before anything is created
     human = sys.stderr if cfg.json_path == "-" else sys.stdout
 
     def notes() -> None:
@@ -531,8 +533,20 @@ def plot(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: one-line ``Error: ...`` and exit 2 for usage errors."""
-    args = sys.argv[1:] if argv is None else argv
+    """The CLI in this process (:mod:`aiobench.entry` is the console entry point): the
+    command's exit code; a signal that no run reported ends it with its own line and code."""
+    with interrupts.handled():  # (a no-op under aiobench.entry, which installed them first)
+        code = _command(sys.argv[1:] if argv is None else argv)
+        signum = interrupts.settle()  # a run settles the signal it reported itself
+    if signum is not None:
+        print(f"Interrupted by {signum.name} before the benchmark started", file=sys.stderr)
+        abort_job(128 + signum)
+        code = 128 + signum
+    sys.exit(code)
+
+
+def _command(args: list[str]) -> int:
+    """Run the command; one-line ``Error: ...`` and exit 2 for usage errors."""
     command = typer.main.get_command(tools if args and args[0] in SUBCOMMANDS else app)
     try:
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
@@ -540,11 +554,8 @@ def main(argv: list[str] | None = None) -> None:
         if launch_rank() in (None, 0):  # under MPI every rank fails alike; one says so
             print(f"Error: {exc}", file=sys.stderr)
         code = exc.exit_code
-    except (KeyboardInterrupt, typer.Abort):
-        # SIGINT before the run installed its own handler: nothing was measured yet.
-        print("Error: interrupted before the benchmark started", file=sys.stderr)
-        abort_job(130)
-        code = 130
+    except interrupts.Interrupted as exc:  # setup stopped before any phase started
+        code = 128 + exc.signum  # (main() says so: the signal is not settled)
     except typer.TyperException as exc:
         # Parse errors (unknown option, not an integer, ...) from typer's built-in click.
         format_message = getattr(exc, "format_message", None)
@@ -554,4 +565,4 @@ def main(argv: list[str] | None = None) -> None:
         traceback.print_exc()
         abort_job(1)
         code = 1
-    sys.exit(code if isinstance(code, int) else 0)
+    return code if isinstance(code, int) else 0

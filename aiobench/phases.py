@@ -14,6 +14,7 @@ from time import perf_counter_ns, process_time_ns
 import anyio
 import numpy as np
 
+from aiobench import interrupts
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryStream
 from aiobench.engine import DIR_MODE, Engine, IoOptions, SlotBuffer
@@ -104,6 +105,14 @@ class RunContext:
         """How many thread slices the dataset is split into."""
         return self.cfg.threads if self.split_threads is None else self.split_threads
 
+    def check_signal(self) -> None:
+        """A safe point of setup: stop here (:class:`~aiobench.interrupts.Interrupted`) if a
+        signal came. Not under MPI, where ranks that stopped in setup would leave the others
+        waiting at the phase's common start: there the phase starts and its stop event
+        ends it at once on every rank."""
+        if self.world is None:
+            interrupts.check()
+
 
 def make_executor(slots: int) -> ThreadPoolExecutor:
     """A pool with one thread per slot, all started now (thread start-up is not measured)."""
@@ -175,7 +184,25 @@ def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
         per_path = np.zeros((len(ctx.paths), 3), dtype=np.int64) if len(ctx.paths) > 1 else None
         return Slot(buffer(rank, i), per_path=per_path)
 
-    return [[slot(rank, i) for i in range(cfg.iodepth)] for rank in ctx.ids]
+    slots: list[list[Slot]] = []
+    try:
+        for rank in ctx.ids:
+            slots.append([])
+            for i in range(cfg.iodepth):
+                ctx.check_signal()  # filling a buffer of a large block takes a while
+                slots[-1].append(slot(rank, i))
+        ctx.check_signal()  # before the phase's setup changes anything
+    except BaseException:
+        _close_buffers(slots)
+        raise
+    return slots
+
+
+def _close_buffers(slots: list[list[Slot]]) -> None:
+    for rank_slots in slots:
+        for slot in rank_slots:
+            if slot.buffer is not None:
+                slot.buffer.close()
 
 
 def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
@@ -273,6 +300,7 @@ async def run_phase(
         ctx.world.listen()
         ctx.world.barrier()  # the common start of all ranks (their setup is done)
     try:
+        ctx.check_signal()  # (the buffers are closed below)
         wall_start = datetime.datetime.now(datetime.timezone.utc)
         ctx.observer.phase_started(name, wall_start)
         shared.start_ns = perf_counter_ns()
@@ -300,10 +328,7 @@ async def run_phase(
         if ctx.world is not None:
             ctx.world.poll(ctx.stop)  # a stop here after the watcher's last look
     finally:
-        for rank_slots in slots:
-            for slot in rank_slots:
-                if slot.buffer is not None:
-                    slot.buffer.close()
+        _close_buffers(slots)
     cpu["last"] = _cpu_now()
     last = max(finished)
     for record in series.finish(last, _active_at(streams, finished), cpu["last"]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import platform
@@ -12,7 +13,7 @@ from collections.abc import Callable
 
 import anyio
 
-from aiobench import __version__
+from aiobench import __version__, interrupts
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, PosixEngine
@@ -107,7 +108,9 @@ def _open(cfg: BenchConfig, resolved: Resolved, world: World | None) -> OpenTarg
     """Open the targets; under MPI only once every rank could (else all raise the first
     rank's error, and each removes what it created)."""
     try:
-        opened = open_targets(cfg, resolved.path_type)
+        # A signal stops the opening between targets (under MPI: see RunContext.check_signal)
+        check = interrupts.check if world is None else None
+        opened = open_targets(cfg, resolved.path_type, check=check)
     except ConfigError as exc:
         if world is None:
             raise
@@ -133,11 +136,15 @@ def run_benchmark(
     meta: dict[str, object] | None = None,
     world: World | None = None,
 ) -> RunResult:
-    """Open the targets and run every phase; never raises for I/O errors or signals.
+    """Open the targets and run every phase; never raises for I/O errors, nor for a signal
+    once a block has started.
 
-    Raises :class:`~aiobench.errors.ConfigError` only during setup, before anything was
-    measured (and after removing any file it created). Under MPI (``world``) every rank
-    calls this; rank 0's result holds the merged phases, the others' only the outcome.
+    Raises :class:`~aiobench.errors.ConfigError` only during setup, and
+    :class:`~aiobench.interrupts.Interrupted` for a signal before the first block started,
+    both before anything was measured (and after removing any file it created). A run that
+    a signal ended removes the files it created unless a write phase completed on them
+    (:meth:`~aiobench.targets.OpenTargets.finish`). Under MPI (``world``) every rank calls
+    this; rank 0's result holds the merged phases, the others' only the outcome.
     """
     loop_name = event_loop_name(world)
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
@@ -177,6 +184,8 @@ def run_benchmark(
     ) -> bool:
         """Keep a block's result; whether the run goes on (under MPI: on every rank)."""
         phase = dataclasses.replace(phase, iteration=iteration, iterations=cfg.iterations)
+        if shared is not None and shared.kind == WRITE and error is None:
+            opened.filled |= not phase.interrupted
         if world is not None:
             return _report_job(world, result, phase, error, shared, stop, observer, on_phase)
         result.phases.append(phase)
@@ -188,6 +197,7 @@ def run_benchmark(
 
     async def housekeeping(iteration: int) -> bool:
         for kind in housekeeping_kinds(cfg):
+            ctx.check_signal()
             if world is not None:
                 world.barrier()
             if not report(*await run_housekeeping(kind, opened.fds, cfg.paths), iteration):
@@ -209,12 +219,17 @@ def run_benchmark(
         return True
 
     async def main() -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(_watch_signals, stop, result)
+        loop = asyncio.get_running_loop()
+        # From the signal handler: Event.set() takes a lock the main thread may hold.
+        interrupts.attach(lambda: loop.call_soon_threadsafe(stop.set))
+        try:
             for iteration in range(cfg.iterations):
                 if not await sequence(iteration):
                     break
-            group.cancel_scope.cancel()
+        except interrupts.Interrupted:
+            pass  # a block's setup stopped before its start; the signal is settled below
+        finally:
+            interrupts.attach(None)
 
     try:
         backend_options = {"use_uvloop": loop_name == "uvloop"}
@@ -224,6 +239,15 @@ def run_benchmark(
         opened.close()
         if world is not None:
             world.close()
+    signum = interrupts.received()
+    if world is None and signum is not None and not result.phases:
+        opened.finish(interrupted=True)
+        raise interrupts.Interrupted(signum)  # nothing measured: the CLI says so
+    interrupts.settle()  # the outcome is fixed: a later signal does not change it
+    if world is None and signum is not None:
+        result.interrupted = True
+        result.meta["signal"] = signum.name
+    opened.finish(interrupted=result.interrupted)
     if world is None or world.rank == 0:
         observer.run_done(result)
     return result
@@ -265,7 +289,8 @@ def _report_job(
         read_ops=read_ops,
         read_bytes=read_bytes,
     )
-    signal_name = str(result.meta.get("signal")) if result.interrupted else None
+    signum = interrupts.received()
+    signal_name = signum.name if signum is not None else None
     status = (error.to_dict() if error is not None else None, signal_name, stop.is_set())
     statuses = world.allgather((status, phase.time_limited))
     parts = world.gather(RankPart(world.rank, world.host, phase, at_first))
@@ -291,17 +316,6 @@ def _report_job(
             on_phase(merged)
     stopped = any(s[2] for s, _ in statuses)
     return not failed and not stopped and not any(limited for _, limited in statuses)
-
-
-async def _watch_signals(stop: threading.Event, result: RunResult) -> None:
-    """SIGINT/SIGTERM: mark the run interrupted and ask every slot to stop."""
-    if threading.current_thread() is not threading.main_thread():
-        await anyio.sleep_forever()  # signal handlers can only live in the main thread
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            result.interrupted = True
-            result.meta["signal"] = signal.Signals(signum).name
-            stop.set()
 
 
 def exit_code(result: RunResult) -> int:

@@ -2,6 +2,13 @@
 
 The block-range arithmetic (:class:`Layout`) is pure; :func:`resolve` and :func:`open_targets`
 look at the disk and are the only places that open or create a target.
+
+Files a run creates (file targets that did not exist, with ``-w``) are removed again when
+setup fails, and when a signal ends the run before a write phase of it completed (ran to
+its end, or to its time limit, without an error): what is left then is a file the run did
+fill. An I/O error keeps them (the error names the file). Dir mode's tree is the
+benchmark's own workload, made by its phases: a signal leaves what was made, which
+``-F``/``-D`` (with ``--nodelerr`` for what is missing) remove.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import os
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiobench.config import DIRECT_ALIGN, BenchConfig
@@ -291,6 +299,15 @@ class OpenTargets:
 
     fds: list[int]
     created: list[str]
+    filled: bool = False  # a write phase of the run completed on them
+
+    def finish(self, *, interrupted: bool) -> None:
+        """Close at the end of the run; one a signal ended also removes the files it created
+        unless a write phase completed on them (the rule in the module docstring)."""
+        if interrupted and not self.filled:
+            self.undo()
+        else:
+            self.close()
 
     def close(self) -> None:
         for fd in self.fds:
@@ -310,11 +327,14 @@ class OpenTargets:
 def open_targets(
     cfg: BenchConfig,
     path_type: str,
+    check: Callable[[], None] | None = None,
 ) -> OpenTargets:
     """Open every path for the run; create missing files when writing.
 
     On any failure the files created here are removed again and :class:`ConfigError` is
-    raised, so a refused run leaves nothing behind.
+    raised, so a refused run leaves nothing behind. ``check`` is called before each file
+    target and may raise to stop (:func:`aiobench.interrupts.check`: a signal came); what
+    was created is removed then too.
     """
     opened = OpenTargets([], [])
     if path_type == DIR:
@@ -328,6 +348,8 @@ def open_targets(
         return opened
     try:
         for path in cfg.paths:
+            if check is not None:
+                check()
             opened.fds.append(_open_one(cfg, path, path_type, opened.created))
     except BaseException:
         opened.undo()

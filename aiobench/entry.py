@@ -1,0 +1,29 @@
+"""The console entry point: signal handlers first, then the CLI.
+
+Nothing heavy is imported before the handlers are in place, so a SIGINT or SIGTERM at any
+moment after aiobench's own code starts is recorded (never raised into the code it
+interrupts; see :mod:`aiobench.interrupts`). A signal that arrives while Python itself
+starts cannot be handled by any program; one that is blocked then (in the signal mask the
+process was started with) stays pending and is delivered to these handlers when they
+unblock it.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from aiobench import interrupts
+
+
+def main() -> None:
+    interrupts.install()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.HANDLED)
+    try:
+        from aiobench.cli import main as cli_main  # typer, numpy, ...: only now
+
+        cli_main()
+    finally:
+        # All is written and settled. Python's own shutdown puts the default handlers
+        # back, under which a late SIGTERM would still kill the process: ignore them.
+        for signum in interrupts.HANDLED:
+            signal.signal(signum, signal.SIG_IGN)

@@ -78,16 +78,17 @@ class ParentDirs:
         """``missing_ok``: a parent that is not there gives -1 instead of an error."""
         self.roots = roots
         self.missing_ok = missing_ok
-        self.key: tuple[int, str] | None = None  # (PATH index, parent) open now
+        self.index, self.parent = -1, ""  # the parent open now, below PATH ``index``
         self.fd = -1  # its fd, unless the parent is the PATH itself
         self.above: dict[tuple[int, str], int] = {}
 
     def open(self, index: int, parent: str) -> int:
         """The fd of ``parent`` (``"r0/d1"``; ``""`` = the PATH itself) below PATH ``index``."""
+        # Once per new parent, which with few files per dir is often: kept lean.
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        self.key = (index, parent)
+        self.index, self.parent = index, parent
         if not parent:
             return self.roots[index]
         try:
@@ -100,18 +101,19 @@ class ParentDirs:
 
     def current(self, index: int, parent: str) -> int | None:
         """The fd of ``parent`` below PATH ``index`` if it is the one open now, else None."""
-        if self.key != (index, parent):
+        if (self.index, self.parent) != (index, parent):
             return None
         fd = self.fd if parent else self.roots[index]
         return fd if fd >= 0 else None
 
     def _walk(self, index: int, path: str) -> int:
         head, _, tail = path.rpartition("/")
-        at = self.roots[index]
         if head:
             at = self.above.get((index, head), -1)
             if at < 0:
                 at = self.above[(index, head)] = self._walk(index, head)
+        else:
+            at = self.roots[index]
         try:
             return os.open(tail, DIR_FLAGS, dir_fd=at)
         except OSError as exc:
@@ -122,6 +124,6 @@ class ParentDirs:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        self.key = None
+        self.index = -1
         while self.above:
             os.close(self.above.popitem()[1])

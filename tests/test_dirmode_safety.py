@@ -367,7 +367,9 @@ def test_engine_refuses_a_symlinked_parent_dir(tmp_path: Path, victim: Path, kin
     if kind in (MKDIRS, RMDIRS):
         (root / "r1").symlink_to(victim)
         names = ["r1/d0"]
+    fds_before = set(os.listdir("/proc/self/fd"))
     batch = engine_run(kind, root, names, size=4096 if kind in (READ, WRITE) else 0)
+    assert set(os.listdir("/proc/self/fd")) == fds_before  # the walk closed what it opened
     assert batch.error is not None
     failed = root / ("r1" if kind in (MKDIRS, RMDIRS) else "r0/d0")
     assert (batch.error.path, batch.error.errno) == (str(failed), errno.ELOOP)
@@ -388,7 +390,9 @@ def test_engine_refuses_a_symlinked_entry(tmp_path: Path, victim: Path, kind: st
     else:
         (root / "r0" / "d0" / "r0-f1").symlink_to(victim / "d0" / "r0-f1")
         names, link = ["r0/d0/r0-f0", "r0/d0/r0-f1"], root / "r0" / "d0" / "r0-f1"
+    fds_before = set(os.listdir("/proc/self/fd"))
     batch = engine_run(kind, root, names, size=4096 if kind in (READ, WRITE) else 0)
+    assert set(os.listdir("/proc/self/fd")) == fds_before
     assert batch.error is not None
     assert (batch.error.path, batch.error.errno) == (str(link), errno.ELOOP)
     assert batch.error.offset is None and SYMLINK in str(batch.error)

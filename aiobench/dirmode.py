@@ -4,11 +4,13 @@ Thread rank r uses ``PATH/r<r>/d<i>/r<r>-f<j>`` (i < dirs, j < files); with ``di
 files go straight into ``PATH`` as ``r<r>-f<j>``. Dir i of rank r lives in path
 ``(r + i) % num_paths``. With ``sharing`` every rank puts its files into the same dirs
 ``r0/d<i>`` (in path ``i % num_paths``), and the dirs are created and removed once, dir i by
-rank ``i % threads``. Names are relative to their PATH (the engine opens them with ``dir_fd``).
+rank ``i % threads``. Names are relative to their PATH; runs keep them split into parent
+dir and last part, as the engine uses them (see :mod:`aiobench.nofollow`).
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,20 +27,76 @@ class EntryRun:
 
     ``path_index`` is one int when every entry lives in the same PATH, else one per entry.
     Files are written/read whole, ``size`` bytes in blocks of ``block``; 0 = no data.
+    Entries are kept as the engine uses them, relative to their parent dir (it never
+    passes a name with a ``/``): ``leaves[k]`` is the last part of entry k's name, and
+    ``dirs`` holds ``(first entry, parent)`` of each stretch of entries with one parent in
+    one PATH (``""`` = the PATH itself). Made without ``dirs``, ``leaves`` are names
+    relative to the PATH (``r0/d1/r0-f7``) and are split here.
     """
 
     path_index: int | list[int]
-    names: list[str]
+    leaves: list[str]
     size: int
     block: int
+    dirs: tuple[tuple[int, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.dirs or not self.leaves:
+            return
+        index = self.path_index
+        leaves: list[str] = []
+        dirs: list[tuple[int, str]] = []
+        last: tuple[int, str] | None = None
+        for k, name in enumerate(self.leaves):
+            parent, _, leaf = name.rpartition("/")
+            key = (index if isinstance(index, int) else index[k], parent)
+            if key != last:
+                dirs.append((k, parent))
+                last = key
+            leaves.append(leaf)
+        object.__setattr__(self, "leaves", leaves)
+        object.__setattr__(self, "dirs", tuple(dirs))
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.leaves)
+
+    @property
+    def names(self) -> list[str]:
+        """The entries' names relative to their PATH."""
+        return [self.name(k) for k in range(len(self.leaves))]
+
+    def name(self, k: int) -> str:
+        """Entry ``k``'s name relative to its PATH."""
+        parent = self.dirs[self._stretch_of(k)][1]
+        return f"{parent}/{self.leaves[k]}" if parent else self.leaves[k]
+
+    def parent_of(self, k: int) -> tuple[int, str]:
+        """(PATH index, parent dir) of entry ``k``."""
+        index = self.path_index
+        return index if isinstance(index, int) else index[k], self.dirs[self._stretch_of(k)][1]
+
+    def _stretch_of(self, k: int) -> int:
+        return bisect.bisect_right(self.dirs, k, key=lambda d: d[0]) - 1
+
+    def stretches(self) -> list[tuple[int, str, list[str]]]:
+        """(PATH index, parent, leaves) of each stretch of entries with one parent."""
+        index, leaves = self.path_index, self.leaves
+        if len(self.dirs) == 1:
+            return [(index if isinstance(index, int) else index[0], self.dirs[0][1], leaves)]
+        ends = [first for first, _ in self.dirs[1:]] + [len(leaves)]
+        return [
+            (index if isinstance(index, int) else index[first], parent, leaves[first:end])
+            for (first, parent), end in zip(self.dirs, ends, strict=True)
+        ]
 
     def after(self, done: int) -> EntryRun:
         index = self.path_index
         rest = index if isinstance(index, int) else index[done:]
-        return EntryRun(rest, self.names[done:], self.size, self.block)
+        if done >= len(self.leaves):
+            return EntryRun(rest, [], self.size, self.block)
+        at = self._stretch_of(done)
+        dirs = ((0, self.dirs[at][1]), *((k - done, p) for k, p in self.dirs[at + 1 :]))
+        return EntryRun(rest, self.leaves[done:], self.size, self.block, dirs)
 
     @property
     def blocks_per_entry(self) -> int:
@@ -131,26 +189,35 @@ class DirLayout:
         return max(self.dirs, 1) * self.files
 
     def file_names(self, rank: int, start: int, stop: int) -> tuple[int | list[int], list[str]]:
-        """Path indices and names of files ``start`` .. ``stop - 1`` of rank ``rank``.
+        """Path indices and names (relative to the PATH) of files ``start`` .. ``stop - 1``
+        of rank ``rank``."""
+        run = self.file_run(rank, start, stop)
+        return run.path_index, run.names
+
+    def file_run(self, rank: int, start: int, stop: int, size: int = 0) -> EntryRun:
+        """Files ``start`` .. ``stop - 1`` of rank ``rank`` as a run of ``size``-byte files.
 
         Dir-major order (all files of dir 0 first), built a dir at a time as one prefix
         plus the file number: this runs on the event loop between executor runs, so it must
         stay far cheaper than the metadata calls it feeds.
         """
+        leaf_prefix = f"r{rank}-f"
         if self.dirs == 0:
-            return rank % self.num_paths, self._names(f"r{rank}-f", start, stop)
-        names: list[str] = []
+            files = self._names(leaf_prefix, start, stop)
+            return EntryRun(rank % self.num_paths, files, size, self.block_size, ((0, ""),))
+        leaves: list[str] = []
+        dirs: list[tuple[int, str]] = []
         indices: list[int] = []
         k = start
         while k < stop:
             i, j = divmod(k, self.files)
             last = min(stop - k, self.files - j) + j
-            names += self._names(f"r{self._dir_rank(rank)}/d{i}/r{rank}-f", j, last)
+            dirs.append((len(leaves), self.dir_name(rank, i)))
+            leaves += self._names(leaf_prefix, j, last)
             indices += [self.dir_path_index(rank, i)] * (last - j)
             k += last - j
-        if len(set(indices)) == 1:
-            return indices[0], names
-        return indices, names
+        index: int | list[int] = indices[0] if len(set(indices)) == 1 else indices
+        return EntryRun(index, leaves, size, self.block_size, tuple(dirs))
 
     def _names(self, prefix: str, first: int, stop: int) -> list[str]:
         numbers = _decimal_strings(self.files)
@@ -194,12 +261,10 @@ class EntryStream:
         if count <= 0:
             return None
         start, self.issued = self.issued, self.issued + count
-        path_index: int | list[int]
-        if self.kind in (MKDIRS, RMDIRS):
-            pairs = [self.layout.entry(self.kind, self.rank, k) for k in range(start, self.issued)]
-            indices = [index for index, _ in pairs]
-            names = [name for _, name in pairs]
-            path_index = indices[0] if len(set(indices)) == 1 else indices
-        else:
-            path_index, names = self.layout.file_names(self.rank, start, self.issued)
+        if self.kind not in (MKDIRS, RMDIRS):
+            return self.layout.file_run(self.rank, start, self.issued, self.size)
+        pairs = [self.layout.entry(self.kind, self.rank, k) for k in range(start, self.issued)]
+        indices = [index for index, _ in pairs]
+        names = [name for _, name in pairs]
+        path_index = indices[0] if len(set(indices)) == 1 else indices
         return EntryRun(path_index, names, self.size, self.layout.block_size)

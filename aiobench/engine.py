@@ -2,19 +2,22 @@
 
 Everything here runs in an executor thread, never on the event loop. :class:`PosixEngine`
 issues ``os.preadv``/``os.pwritev`` (file mode) and, in dir mode, ``mkdir``/``open``/
-``stat``/``unlink``/``rmdir`` relative to an open PATH (``dir_fd``);
+``stat``/``unlink``/``rmdir`` relative to each entry's parent dir, reached from the open PATH
+without following a symlink (:mod:`aiobench.nofollow`);
 :class:`NullEngine` issues nothing and sleeps a configurable time per operation, so the
 harness can be tested deterministically.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
+import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from time import perf_counter_ns
@@ -25,6 +28,7 @@ import numpy as np
 from aiobench.dirmode import EntryRun
 from aiobench.errors import BenchIOError, VerifyError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
+from aiobench.nofollow import ParentDirs, WalkError, explain, reuse_dir, symlink_error
 from aiobench.verify import Mismatch, check, pattern
 from aiobench.workload import OpRun, RwMix
 
@@ -142,13 +146,26 @@ class SlotBuffer:
         return views if length == self.block_size else [views[0][:length]]
 
     def close(self) -> None:
+        """Drop the slot's views and unmap its memory; never raises.
+
+        The engine keeps no view past a run, also when a run fails. Should one still be
+        alive somewhere (say, in a frame an exception holds until a GC pass), ``close``
+        would raise BufferError; the memory is then unmapped when that view goes instead.
+        """
         self.read_view.clear()
-        self.read_mem.close()
         self.windows.clear()
         if hasattr(self, "words"):
             self.words.release()
             del self.words_np
-            self.mem.close()
+        _unmap(self.read_mem)
+        if hasattr(self, "mem"):
+            _unmap(self.mem)
+
+
+def _unmap(mem: mmap.mmap) -> None:
+    # (A view still exported: the mapping goes with the last view, see SlotBuffer.close.)
+    with contextlib.suppress(BufferError):
+        mem.close()
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -404,75 +421,162 @@ def _short(ends: list[int], got: int, length: int) -> OSError:
 
 
 def _run_entries(job: Job, run: EntryRun) -> RawBatch:
-    """Dir mode: one metadata call, or open + whole-file I/O + close, per entry."""
+    """Dir mode: one metadata call, or open + whole-file I/O + close, per entry.
+
+    Every call is relative to the entry's parent dir, reached without following a symlink
+    (:class:`~aiobench.nofollow.ParentDirs`), on the entry's last name component only.
+    """
     batch = RawBatch([], [])
-    index = run.path_index
-    dir_fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
-    entries = zip(dir_fds, run.names, strict=False)
-    offset = 0
+    # With --nodelerr a parent dir that is gone takes its entries with it: done already.
+    missing_ok = job.options.ignore_missing and job.kind in (STAT, RMFILES, RMDIRS)
+    parents = ParentDirs(job.fds, missing_ok=missing_ok)
+    # The error is made inside each handler: an exception kept past it would hold the
+    # frames of the loop below, and their views of the slot's buffer, until a GC pass.
     try:
         if job.kind in (WRITE, READ):
-            _files(batch, job, run, entries)
+            _files(batch, job, run, parents)
+        elif job.kind == STAT:
+            _stat(batch, job, run, parents)
         else:
-            _metadata(batch, job, entries)
-    except _FileError as exc:
-        offset = exc.offset
-        cause = exc.cause
-    except OSError as exc:
-        cause = exc
-    else:
-        return batch
-    done_before = len(batch.ends)
-    del batch.starts[done_before:]
-    i = index if isinstance(index, int) else index[done_before]
-    path = os.path.join(job.paths[i], run.names[done_before])
-    batch.error = BenchIOError.from_os(path, offset, cause)
+            _metadata(batch, job, run, parents)
+    except WalkError as exc:  # on the way to the entry: names the dir that failed
+        batch.error = _entry_error(batch, job, run, exc.errno, exc.detail, name=exc.name)
+    except _BlockError as exc:  # inside a file: the offset there means something
+        batch.error = _entry_error(batch, job, run, exc.errno, exc.detail, offset=exc.offset)
+    except OSError as exc:  # the entry's own call (mkdir, open, stat, close, unlink, rmdir)
+        # A symlink at the entry's name shows up as ELOOP, ENOTDIR or EEXIST: say so.
+        k = len(batch.ends)
+        dir_fd = parents.current(*run.parent_of(k)) if k < len(run) else None
+        cause = exc if dir_fd is None else explain(exc, run.leaves[k], dir_fd)
+        batch.error = _entry_error(batch, job, run, cause.errno or 0, cause.strerror or "")
+    finally:
+        parents.close()
     return batch
 
 
-class _FileError(Exception):
-    """An OSError inside a dir-mode file, with the file offset it happened at."""
+def _entry_error(
+    batch: RawBatch,
+    job: Job,
+    run: EntryRun,
+    errno_: int,
+    detail: str,
+    *,
+    name: str | None = None,
+    offset: int | None = None,
+) -> BenchIOError:
+    """The error of the entry in progress (or of its parent dir ``name``); drops the start
+    the entry recorded."""
+    k = len(batch.ends)
+    del batch.starts[k:]
+    index = run.path_index
+    path = job.paths[index if isinstance(index, int) else index[k]]
+    return BenchIOError(
+        path=os.path.join(path, run.name(k) if name is None else name),
+        offset=offset,
+        errno=errno_,
+        detail=detail,
+    )
 
-    def __init__(self, cause: OSError, offset: int) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
+
+class _BlockError(Exception):
+    """A block read or write of a dir-mode file failed at ``offset`` in the file.
+
+    Carries the errno and text only, no frame (see the note in :func:`_run_entries`)."""
+
+    def __init__(self, errno_: int, detail: str, offset: int) -> None:
+        super().__init__(errno_, detail, offset)
+        self.errno = errno_
+        self.detail = detail
         self.offset = offset
 
 
-def _metadata(batch: RawBatch, job: Job, entries: Iterable[tuple[int, str]]) -> None:
+def _metadata(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None:
     # Not aiofiles: aiofiles.os.stat awaits one executor round-trip per call. Measured on
     # the 2-core reference VM (ext4, 20,000 cached files): 11 k stats/s against 280 k/s
     # for a plain os.stat loop (0.04x). A run of calls per round-trip, as here, keeps up.
     clock, until_ns = perf_counter_ns, job.until_ns
     add_start, add_end = batch.starts.append, batch.ends.append
     # os.mkdir's default mode is 0o777 (DIR_MODE), so every call takes the same arguments.
+    # Neither call follows a symlink in the last component: mkdir finds it there (EEXIST),
+    # rmdir refuses it (ENOTDIR), and unlink removes the link itself, never its target.
     calls: dict[str, Callable[..., object]] = {
         MKDIRS: os.mkdir,
-        STAT: os.stat,
         RMFILES: os.unlink,
         RMDIRS: os.rmdir,
     }
     call = calls[job.kind]
-    # As elbencho: a dir left by an earlier run is reused; with --nodelerr, deleting an
-    # entry that is gone already counts as done. (An empty tuple catches nothing.)
-    tolerated: type[OSError] | tuple[()] = ()
-    if job.kind == MKDIRS:
+    # As elbencho: a dir left by an earlier run is reused (if it is a real dir); with
+    # --nodelerr, deleting an entry that is gone already counts as done.
+    making = job.kind == MKDIRS
+    tolerated: type[OSError] | tuple[()] = ()  # (an empty tuple catches nothing)
+    if making:
         tolerated = FileExistsError
     elif job.options.ignore_missing:
         tolerated = FileNotFoundError
-    for dfd, name in entries:
-        add_start(clock())
-        # try/except costs nothing unless raised; contextlib.suppress would, per call.
-        try:  # noqa: SIM105
-            call(name, dir_fd=dfd)
-        except tolerated:
-            pass
-        add_end(end := clock())
-        if end > until_ns:
-            return
+    open_parent = parents.open
+    for index, parent, leaves in run.stretches():
+        dfd = open_parent(index, parent)
+        if dfd < 0:  # --nodelerr: the parent dir is gone, and with it these entries
+            if _count_as_done(batch, leaves, until_ns):
+                return
+            continue
+        for name in leaves:
+            add_start(clock())
+            # try/except costs nothing unless raised; contextlib.suppress would, per call.
+            try:
+                call(name, dir_fd=dfd)
+            except tolerated:
+                if making:
+                    reuse_dir(name, dfd)
+            add_end(end := clock())
+            if end > until_ns:
+                return
 
 
-def _files(batch: RawBatch, job: Job, run: EntryRun, entries: Iterable[tuple[int, str]]) -> None:
+# The file-type bits of st_mode: a mask and a compare cost less per entry than S_ISLNK().
+_FILE_TYPE = 0o170000
+
+
+def _stat(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None:
+    clock, until_ns = perf_counter_ns, job.until_ns
+    add_start, add_end = batch.starts.append, batch.ends.append
+    lstat, file_type, link = os.stat, _FILE_TYPE, stat.S_IFLNK
+    tolerated: type[OSError] | tuple[()] = ()
+    if job.options.ignore_missing:
+        tolerated = FileNotFoundError
+    open_parent = parents.open
+    for index, parent, leaves in run.stretches():
+        dfd = open_parent(index, parent)
+        if dfd < 0:
+            if _count_as_done(batch, leaves, until_ns):
+                return
+            continue
+        for name in leaves:
+            add_start(clock())
+            try:
+                mode = lstat(name, dir_fd=dfd, follow_symlinks=False).st_mode
+            except tolerated:
+                mode = 0
+            add_end(end := clock())
+            if (mode & file_type) == link:  # lstat did not follow it; not ours to stat
+                batch.ends.pop()
+                raise symlink_error()
+            if end > until_ns:
+                return
+
+
+def _count_as_done(batch: RawBatch, leaves: list[str], until_ns: int) -> bool:
+    """Record ``leaves`` as done at once; whether the run's budget is used up."""
+    for _ in leaves:
+        now = perf_counter_ns()
+        batch.starts.append(now)
+        batch.ends.append(now)
+        if now > until_ns:
+            return True
+    return False
+
+
+def _files(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None:
     clock, until_ns = perf_counter_ns, job.until_ns
     deadline = job.deadline_ns or 1 << 62
     stopped = job.stop.is_set if job.stop is not None else (lambda: False)
@@ -480,7 +584,8 @@ def _files(batch: RawBatch, job: Job, run: EntryRun, entries: Iterable[tuple[int
     io_start, io_end = batch.io_starts.append, batch.io_ends.append
     writing = job.kind == WRITE
     flags = (os.O_CREAT | os.O_WRONLY) if writing else os.O_RDONLY
-    flags |= os.O_CLOEXEC | (os.O_DIRECT if job.options.direct else 0)
+    # O_NOFOLLOW: a symlink at the file's name fails with ELOOP instead of being opened.
+    flags |= os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECT if job.options.direct else 0)
     size, block = run.size, run.block
     # (offset, length) of every block of a file; only the last one can be short.
     blocks = [(off, min(block, size - off)) for off in range(0, size, block)]
@@ -490,45 +595,46 @@ def _files(batch: RawBatch, job: Job, run: EntryRun, entries: Iterable[tuple[int
         next_block = job.buf.next_block
     elif blocks:
         views = {length: _read_view(job.buf, length) for _, length in (blocks[0], blocks[-1])}
-    open_, close = os.open, os.close
+    open_, close, open_parent = os.open, os.close, parents.open
     if not blocks:  # -s 0: create (or open) and close, the classic metadata rate
-        for dfd, name in entries:
+        for index, parent, leaves in run.stretches():
+            dfd = open_parent(index, parent)
+            for name in leaves:
+                add_start(clock())
+                close(open_(name, flags, FILE_MODE, dir_fd=dfd))
+                add_end(end := clock())
+                if end > until_ns:
+                    return
+        return
+    for index, parent, leaves in run.stretches():
+        dfd = open_parent(index, parent)
+        for name in leaves:
             add_start(clock())
-            close(open_(name, flags, FILE_MODE, dir_fd=dfd))
+            fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
+            cut = False
+            off = 0
+            try:
+                for off, length in blocks:
+                    data = next_block(length) if writing else views[length]
+                    io_start(clock())
+                    got = transfer(fd, data, off)
+                    io_end(now := clock())
+                    if got != length:
+                        raise _short(batch.io_ends, got, length)
+                    if off + length < size and (now > deadline or stopped()):
+                        cut = True  # time limit or signal inside a file: it stays unfinished
+                        break
+            except OSError as exc:
+                del batch.io_starts[len(batch.io_ends) :]
+                os.close(fd)
+                raise _BlockError(exc.errno or 0, exc.strerror or "", off) from None
+            close(fd)
+            if cut:
+                del batch.starts[len(batch.ends) :]
+                return
             add_end(end := clock())
             if end > until_ns:
                 return
-        return
-    for dfd, name in entries:
-        add_start(clock())
-        fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
-        cut = False
-        off = 0
-        try:
-            for off, length in blocks:
-                data = next_block(length) if writing else views[length]
-                io_start(clock())
-                got = transfer(fd, data, off)
-                io_end(now := clock())
-                if got != length:
-                    raise _short(batch.io_ends, got, length)
-                if off + length < size and (now > deadline or stopped()):
-                    cut = True  # time limit or signal inside a file: it stays unfinished
-                    break
-        except OSError as exc:
-            del batch.io_starts[len(batch.io_ends) :]
-            os.close(fd)
-            raise _FileError(exc, off) from exc
-        try:
-            close(fd)
-        except OSError as exc:
-            raise _FileError(exc, size) from exc
-        if cut:
-            del batch.starts[len(batch.ends) :]
-            return
-        add_end(end := clock())
-        if end > until_ns:
-            return
 
 
 class NullEngine:

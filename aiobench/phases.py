@@ -22,6 +22,7 @@ from aiobench.errors import BenchIOError
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, phase_name
 from aiobench.mpi import World
+from aiobench.nofollow import explain, reuse_dir
 from aiobench.results import (
     IntervalStats,
     PhaseResult,
@@ -212,20 +213,24 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
         return
     if kind == RMDIRS and (shared.stop.is_set() or shared.error is not None):
         return  # the dirs inside may still be there
-    # As in the phases: an existing dir is reused; with --nodelerr a missing one is fine.
-    tolerated: tuple[type[OSError], ...] = (FileExistsError,)
-    if kind == RMDIRS:
-        tolerated = (FileNotFoundError,) if ctx.cfg.nodelerr else ()
+    # As in the phases: an existing dir is reused (a real dir only, never a symlink); with
+    # --nodelerr a missing one is fine. Names are one component, made relative to the PATH.
+    missing_ok = kind == RMDIRS and ctx.cfg.nodelerr
     index, name = 0, ""
     try:
         for index, name in layout.rank_dirs(ctx.ids):
-            with contextlib.suppress(*tolerated):
-                if kind == MKDIRS:
+            if kind == MKDIRS:
+                try:
                     os.mkdir(name, DIR_MODE, dir_fd=ctx.fds[index])
-                else:
+                except FileExistsError:
+                    reuse_dir(name, ctx.fds[index])
+            else:
+                with contextlib.suppress(*((FileNotFoundError,) if missing_ok else ())):
                     os.rmdir(name, dir_fd=ctx.fds[index])
     except OSError as exc:
-        shared.fail(BenchIOError.from_os(os.path.join(ctx.paths[index], name), 0, exc))
+        cause = explain(exc, name, ctx.fds[index])  # rmdir of a symlink: ENOTDIR
+        path = os.path.join(ctx.paths[index], name)
+        shared.fail(BenchIOError.from_os(path, None, cause))
 
 
 def _rate_limit(cfg: BenchConfig, layout: Layout | DirLayout, kind: str) -> int:

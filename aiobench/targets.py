@@ -27,6 +27,7 @@ from aiobench.config import DIRECT_ALIGN, BenchConfig
 from aiobench.dirmode import DirLayout
 from aiobench.errors import ConfigError
 from aiobench.kinds import MKDIRS, WRITE
+from aiobench.nofollow import SYMLINK
 
 FILE = "file"
 BLOCKDEV = "blockdev"
@@ -210,49 +211,107 @@ def _resolve_dirs(cfg: BenchConfig) -> Resolved:
     for path in cfg.paths:
         if not os.access(path, os.R_OK | os.X_OK):
             raise ConfigError(f"{path}: cannot access the directory")
+    _check_writable(cfg, layout)
     _check_tree(cfg, layout, notes)
     return Resolved(DIR, layout, tuple(notes))
 
 
-def _check_tree(cfg: BenchConfig, layout: DirLayout, notes: list[str]) -> None:
-    """The dirs to write into exist (or -d makes them); files to use exist (or -w makes them).
+def _check_writable(cfg: BenchConfig, layout: DirLayout) -> None:
+    """A run that creates or deletes entries needs a writable PATH (root passes EACCES
+    but not EROFS); refused before anything is made, as in file mode."""
+    changes = cfg.mkdirs or cfg.write or cfg.delfiles or cfg.deldirs
+    # r<r> dirs are made and removed in PATH; with -n 0 the files are.
+    in_path = (cfg.mkdirs or cfg.deldirs) if layout.dirs else (cfg.write or cfg.delfiles)
+    for path in cfg.paths:
+        reason = None
+        if changes and os.statvfs(path).f_flag & os.ST_RDONLY:
+            reason = errno.EROFS  # the whole filesystem: below PATH too
+        elif in_path and not os.access(path, os.W_OK | os.X_OK, effective_ids=True):
+            reason = errno.EACCES
+        if reason is not None:
+            raise ConfigError(
+                f"{path}: cannot create or delete entries in the directory: {os.strerror(reason)}"
+            )
 
-    Only each thread's first and last file are looked at: stat-ing every file would warm
-    the metadata caches the STAT and READ phases are about to measure.
+
+def _lstat_below(root: str, name: str, dirs_seen: set[str]) -> os.stat_result | None:
+    """lstat of ``root/name`` one component at a time (None: not there); a symlink below
+    ``root`` is a usage error. ``dirs_seen`` holds the dirs already found to be real dirs."""
+    path = root
+    parts = name.split("/")
+    for depth, part in enumerate(parts, 1):
+        path = os.path.join(path, part)
+        if depth < len(parts) and path in dirs_seen:
+            continue
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot stat: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ConfigError(f"{path}: {SYMLINK}")
+        if depth < len(parts):
+            if not stat.S_ISDIR(st.st_mode):
+                return None
+            dirs_seen.add(path)
+    return st
+
+
+def _check_tree(cfg: BenchConfig, layout: DirLayout, notes: list[str]) -> None:
+    """The dirs to write into exist (or -d makes them); files to use exist (or -w makes them);
+    no symlink where the layout has a dir or file. Read-only.
+
+    Only each thread's first and last file (and, with -d, dir) are looked at: stat-ing
+    every file would warm the metadata caches the STAT and READ phases are about to
+    measure. The engine refuses a symlink anywhere else at run time.
     """
+    seen: set[str] = set()
+
+    def lstat(index: int, name: str) -> os.stat_result | None:
+        return _lstat_below(cfg.paths[index], name, seen)
+
+    def is_dir(index: int, name: str) -> bool:
+        st = lstat(index, name)
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    for index, name in layout.rank_dirs():
+        lstat(index, name)
     if cfg.mkdirs and layout.dirs:
         index, name = layout.entry(MKDIRS, 0, 0)
-        if os.path.isdir(os.path.join(cfg.paths[index], name)):
+        if is_dir(index, name):
             notes.append(
                 f"{os.path.join(cfg.paths[index], name)} already exists; existing dirs of the "
                 "layout are reused and still counted (as elbencho does)"
             )
-    cleanup_only = cfg.nodelerr and not (cfg.write or cfg.read or cfg.stat)
-    if not cfg.file_phases or cleanup_only:
+        for rank in range(layout.threads):
+            ids = layout.dir_ids(rank)
+            for i in {ids[0], ids[-1]} if ids else ():
+                lstat(layout.dir_path_index(rank, i), layout.dir_name(rank, i))
+    if not cfg.file_phases:
         return
-    if not cfg.mkdirs and layout.dirs:
+    cleanup_only = cfg.nodelerr and not (cfg.write or cfg.read or cfg.stat)
+    if not cfg.mkdirs and layout.dirs and not cleanup_only:
         for rank in range(layout.threads):
             for i in layout.dir_ids(rank):
-                path = os.path.join(
-                    cfg.paths[layout.dir_path_index(rank, i)], layout.dir_name(rank, i)
-                )
-                if not os.path.isdir(path):
+                index, name = layout.dir_path_index(rank, i), layout.dir_name(rank, i)
+                if not is_dir(index, name):
                     raise ConfigError(
-                        f"{path}: directory does not exist (add -d/--mkdirs to create the "
-                        "dirs of the layout)"
+                        f"{os.path.join(cfg.paths[index], name)}: directory does not exist "
+                        "(add -d/--mkdirs to create the dirs of the layout)"
                     )
-    if cfg.write:
-        return
+    must_exist = not (cfg.write or cleanup_only)
     hint = "; -F --nodelerr deletes what is there" if cfg.delfiles else ""
     last = layout.files_per_rank() - 1
     for rank in range(layout.threads):
         for k in (0, last):
             index, name = layout.entry(WRITE, rank, k)
-            path = os.path.join(cfg.paths[index], name)
-            if not os.path.isfile(path):
+            st = lstat(index, name)
+            if must_exist and (st is None or not stat.S_ISREG(st.st_mode)):
                 raise ConfigError(
-                    f"{path}: file does not exist (the -t/-n/-N values must match the run "
-                    f"that wrote the files; add -w to create them{hint})"
+                    f"{os.path.join(cfg.paths[index], name)}: file does not exist (the "
+                    "-t/-n/-N values must match the run that wrote the files; add -w to "
+                    f"create them{hint})"
                 )
 
 

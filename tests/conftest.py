@@ -11,14 +11,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import typer
 import uvloop
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.cli import main
+from aiobench.cli import app, main
 from aiobench.schema import load_schema
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -101,6 +103,59 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A real 1 MiB tmpfs (root): writes past it fail with ENOSPC."""
     with mounted_tmpfs(tmp_path / "mnt", "size=1m") as mnt:
         yield mnt
+
+
+NOBODY = 65534  # the unprivileged uid and gid of nobody/nogroup
+
+
+def _warm_up(args: list[str]) -> None:
+    """Parse ``args`` once, running nothing: typer and pydantic import parts of themselves
+    on first use, which the child cannot do once unprivileged (the install is under /root)."""
+    command = typer.main.get_command(app)
+    with contextlib.suppress(Exception, SystemExit):  # the real run reports it
+        command.make_context("aiobench", list(args))
+
+
+def main_as_nobody(*args: str) -> tuple[int, str]:
+    """``aiobench.cli.main(args)`` as uid/gid 65534: (exit code, stderr); skips without root.
+
+    /root is mode 700, so an unprivileged user cannot start the project's Python: a child
+    forked from this process (aiobench imported already) drops its privileges and runs
+    the CLI, its stderr going to a pipe (stdout to /dev/null).
+    """
+    if os.geteuid() != 0:
+        pytest.skip("switching to an unprivileged user needs root")
+    _warm_up(list(args))
+    err_r, err_w = os.pipe()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns when a process with threads forks; the child runs only main().
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 70
+        try:
+            os.close(err_r)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            os.dup2(err_w, 2)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (the child exits below)
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os._exit(code)
+    os.close(err_w)
+    with os.fdopen(err_r, encoding="utf-8", errors="replace") as err:
+        stderr = err.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), stderr
 
 
 class Ext4Loop:

@@ -499,12 +499,21 @@ def test_mutated_run_is_plotted_or_refused_never_a_traceback(
 def test_label_that_looks_like_math_is_plotted(
     run_doc: Doc, good: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """matplotlib would parse ``$...$`` in the title as math, and fail on this one."""
+    """matplotlib would parse ``$...$`` in the title as math, and fail on this one; it has
+    no glyph for an escape or for U+06C1 and would warn (an error under pytest) for each."""
     doc = copy.deepcopy(run_doc)
-    doc["meta"]["label"] = "$\\frac{$ \x1b[31mred"
+    doc["meta"]["label"] = "$\\frac{$ \x1b[31mred \u06c1"
     (tmp_path / "math.json").write_text(json.dumps(doc), encoding="utf-8")
     assert call_main(capsys, "plot", "math.json", "-o", "plot.png") == (0, "", "")
     assert (tmp_path / "plot.png").stat().st_size > 0
+
+
+def test_plot_that_cannot_be_written_is_an_io_error(
+    good: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = call_main(capsys, "plot", good, "-o", "/dev/full")
+    assert (code, out) == (1, "")
+    assert err == "Error: /dev/full: ENOSPC (No space left on device)\n"
 
 
 # ---------------------------------------------------------------------------------------

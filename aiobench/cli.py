@@ -24,6 +24,7 @@ from aiobench.results import RunResult
 from aiobench.runner import event_loop_name, exit_code, run_benchmark, run_meta
 from aiobench.saved import load_document, load_run
 from aiobench.targets import DIR, Resolved, resolve
+from aiobench.text import printable
 
 # Below this block size a second thread in the same interpreter waits for its lock often
 # enough to show up in measured latency (cached 4 KiB reads: p99 ~5 us alone, 30-50 us
@@ -387,7 +388,7 @@ def bench(
     def notes() -> None:
         binding = binding_note() if world is not None else None
         for note in (*resolved.notes, *([binding] if binding else [])):
-            print(f"Note: {note}.", file=sys.stderr)
+            print(f"Note: {printable(note)}.", file=sys.stderr)
         small = resolved.path_type == DIR or resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK
         if cfg.slots > 1 and small:
             print(
@@ -552,14 +553,16 @@ def _command(args: list[str]) -> int:
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
     except AiobenchError as exc:
         if launch_rank() in (None, 0):  # under MPI every rank fails alike; one says so
-            print(f"Error: {exc}", file=sys.stderr)
+            # printable(): paths and file contents in a message must not act on a terminal
+            print(f"Error: {printable(str(exc))}", file=sys.stderr)
         code = exc.exit_code
     except interrupts.Interrupted as exc:  # setup stopped before any phase started
         code = 128 + exc.signum  # (main() says so: the signal is not settled)
     except typer.TyperException as exc:
         # Parse errors (unknown option, not an integer, ...) from typer's built-in click.
         format_message = getattr(exc, "format_message", None)
-        print(f"Error: {format_message() if format_message else exc}", file=sys.stderr)
+        message = format_message() if format_message else str(exc)
+        print(f"Error: {printable(message)}", file=sys.stderr)
         code = getattr(exc, "exit_code", 2)
     except Exception:  # a bug: its traceback, then (under MPI) the end of every rank
         traceback.print_exc()

@@ -1,19 +1,25 @@
 """Saved runs: a ``--json`` document read back into the result model (``show``, ``compare``).
 
-Reads schema versions 1 and 2; what version 1 lacks (intervals, per-target counts, CPU)
+Reads schema versions 1, 2 and 3; what version 1 lacks (intervals, per-target counts, CPU)
 comes back empty, as do the per-rank and per-host counts of a run without MPI, and a
 document without ``iteration`` keys is one iteration. The
 ``iterations_summary`` is not read back: it is recomputed from the phases as the run
-computed it, so ``show`` prints the very summary the run printed. A file that is not such
-a document is a usage error naming the file.
+computed it, so ``show`` prints the very summary the run printed.
+
+Nothing of a file is trusted before it is checked: it must be a regular file of at most
+:data:`MAX_DOCUMENT_BYTES`, UTF-8 JSON whose numbers fit 64 bits, valid under the published
+schema, and each latency histogram must decode to the count beside it. Anything else is a
+usage error naming the file (and where in it, for a schema error).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from typing import Any, NoReturn
 
 from aiobench.errors import ConfigError
+from aiobench.infile import read_regular_file
 from aiobench.results import (
     SCHEMA_VERSION,
     IntervalStats,
@@ -23,29 +29,132 @@ from aiobench.results import (
     ThreadTotals,
     Totals,
 )
-from aiobench.stats import LatencySummary
+from aiobench.stats import LatencyRecorder, LatencySummary
+from aiobench.units import MIB
 
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
+# Room for the longest runs (measured): a --liveint interval takes about 1.4 KB of the
+# indented document (2.3 KB in dir mode, with the entries' latency) and a phase 4-9 KB
+# besides, so 256 MiB holds over 110,000 intervals: 60 hours of one phase at the default
+# 2 s, 3 hours at 100 ms. Parsed, a document takes about twice its size in memory.
+MAX_DOCUMENT_BYTES = 256 * MIB
+# aiobench writes no number wider than 64 bits (byte counts, --verify's salt); a wider one
+# would only overflow the renderers' float arithmetic.
+MAX_NUMBER = 2**64 - 1
+_MAX_DIGITS = len(str(MAX_NUMBER))
+# A schema error names the place and the rule; the offending data is not worth more.
+_MAX_MESSAGE_CHARS = 200
+
+
+class _BadNumber(ValueError):
+    """A number no result document holds (caught apart from JSON syntax errors)."""
+
+
+def _out_of_range(text: str) -> _BadNumber:
+    shown = text if len(text) <= _MAX_DIGITS else text[:_MAX_DIGITS] + "..."
+    return _BadNumber(f"the number {shown} is out of range (beyond 2^64)")
+
+
+def _int(text: str) -> int:
+    # The length first: int() of a long string of digits costs quadratic time (and past
+    # 4300 digits raises).
+    value = int(text) if len(text.lstrip("-")) <= _MAX_DIGITS else None
+    if value is None or abs(value) > MAX_NUMBER:
+        raise _out_of_range(text)
+    return value
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+        raise _out_of_range(text)
+    return value
+
+
+def _constant(text: str) -> NoReturn:
+    raise _BadNumber(f"{text} is not a JSON number")
+
+
+def _brief(text: str) -> str:
+    if len(text) <= _MAX_MESSAGE_CHARS:
+        return text
+    return text[: _MAX_MESSAGE_CHARS - 3] + "..."
 
 
 def load_document(path: str) -> dict[str, Any]:
-    """The parsed JSON of a saved run, or :class:`ConfigError` naming ``path``."""
+    """The parsed and checked JSON of a saved run, or :class:`ConfigError` naming ``path``."""
+    raw = read_regular_file(path, MAX_DOCUMENT_BYTES)
     try:
-        with open(path, encoding="utf-8") as handle:
-            doc = json.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = json.loads(
+            raw.decode("utf-8"), parse_int=_int, parse_float=_float, parse_constant=_constant
+        )
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply for a result document") from None
+    except _BadNumber as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except ValueError as exc:  # json.JSONDecodeError
         raise ConfigError(f"{path}: not a JSON document ({exc})") from None
     if not isinstance(doc, dict) or "phases" not in doc:
         raise ConfigError(f"{path}: not an aiobench result document (written by --json)")
     version = doc.get("schema_version")
-    if version not in READABLE_VERSIONS:
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise ConfigError(
-            f"{path}: schema_version {version!r} is not one this aiobench reads "
+            f"{path}: schema_version {_brief(repr(version))} is not one this aiobench reads "
             f"({', '.join(map(str, READABLE_VERSIONS))})"
         )
+    _validate(doc, version, path)
+    _check_histograms(doc, path)
     return doc
+
+
+def _validate(doc: dict[str, Any], version: int, path: str) -> None:
+    """:class:`ConfigError` with the JSON path of the first place that breaks the schema."""
+    # Here, not at the top: the benchmark itself imports this module and needs neither.
+    import fastjsonschema
+
+    from aiobench.schema import document_validator
+
+    try:
+        document_validator(version)(doc)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        # exc.name is the place as fastjsonschema spells it: data.phases[0].latency
+        name = exc.name or "data"
+        where = "$" + name.removeprefix("data")
+        rule = exc.message.removeprefix(name).strip()
+        if exc.rule in ("anyOf", "oneOf"):  # fastjsonschema's words say nothing there
+            rule = "is none of the values allowed there"
+        raise ConfigError(f"{path}: {_brief(f'{where}: {rule}')}") from None
+
+
+def _check_histograms(doc: dict[str, Any], path: str) -> None:
+    """Every latency histogram decodes to exactly the count beside it (the schema checks
+    only that it is base64), so plotting and merging them later cannot fail."""
+    for i, phase in enumerate(doc["phases"]):
+        places = [(f"$.phases[{i}].latency", phase["latency"])]
+        places += [
+            (f"$.phases[{i}].intervals[{j}].latency", interval["latency"])
+            for j, interval in enumerate(phase.get("intervals", []))
+        ]
+        for where, latencies in places:
+            for kind, d in latencies.items():
+                if not _histogram_holds(d):
+                    raise ConfigError(
+                        f"{path}: {where}.{kind}.hdr_histogram: not a histogram of "
+                        f"{d['count']} latencies"
+                    )
+
+
+def _histogram_holds(d: dict[str, Any]) -> bool:
+    hdr: str = d["hdr_histogram"]
+    if d["count"] == 0:
+        return hdr == ""  # as aiobench writes it: nothing to decode
+    try:
+        LatencyRecorder.from_summary(latency_summary(d))
+    except Exception:  # hdrh raises base64, zlib, struct and its own errors alike
+        return False
+    return True
 
 
 def load_run(path: str) -> RunResult:

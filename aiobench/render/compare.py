@@ -4,7 +4,8 @@ A run's own noise is how much its interval rates (or interval latencies) spread:
 coefficient of variation over its full-length intervals. When the change from A to B is
 no larger than the noisier run's spread, the table says it is within noise, since a rerun
 of either could differ that much. With fewer than three full intervals the noise is
-unknown and the table says so (a shorter ``--liveint`` gives more intervals).
+unknown and the table says so (a shorter ``--liveint`` gives more intervals). File names,
+labels, commands and phase names are shown through :func:`~aiobench.text.printable`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from aiobench.render.table import entry_label
 from aiobench.results import IntervalStats, PhaseResult, RunResult
+from aiobench.text import printable
 from aiobench.units import MIB, format_elapsed, format_latency
 
 MIN_INTERVALS = 3
@@ -112,15 +114,20 @@ def _describe(run: RunResult) -> str:
     label = meta.get("label") or ""
     command = shlex.join(str(c) for c in meta.get("command", []))  # type: ignore[attr-defined]
     parts = [str(meta.get("start_time", "")), f"label '{label}'" if label else "", command]
-    return "  ".join(p for p in parts if p)
+    return printable("  ".join(p for p in parts if p))
 
 
 def render_compare(a: RunResult, b: RunResult, name_a: str, name_b: str) -> str:
     pairs = _pairs(a, b)
-    lines = [f"A: {name_a}  {_describe(a)}", f"B: {name_b}  {_describe(b)}", ""]
+    lines = [
+        f"A: {printable(name_a)}  {_describe(a)}",
+        f"B: {printable(name_b)}  {_describe(b)}",
+        "",
+    ]
     header = f"{'PHASE':<11} {'METRIC':<20} {'A':>12} {'B':>12} {'B/A':>8}  NOTE"
     lines += [header, "=" * len(header)]
     for label, pa, pb in pairs:
+        shown = printable(label)
         for metric in _metrics(pa):
             va, vb = metric.value(pa), metric.value(pb)
             ratio = f"{vb / va:.2f}{TIMES}" if va else "-"
@@ -134,7 +141,7 @@ def render_compare(a: RunResult, b: RunResult, name_a: str, name_b: str) -> str:
                     if abs(vb / va - 1) <= spread:
                         note = f"warning: within noise (runs vary by {100 * spread:.1f}%)"
             lines.append(
-                f"{label:<11} {metric.name:<20} {metric.show(va):>12} {metric.show(vb):>12} "
+                f"{shown:<11} {metric.name:<20} {metric.show(va):>12} {metric.show(vb):>12} "
                 f"{ratio:>8}  {note}".rstrip()
             )
     return "\n".join(lines) + "\n"

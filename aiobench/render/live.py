@@ -1,7 +1,8 @@
 """The live progress line on a terminal: phase, % done, rates, elapsed, ETA (rich).
 
 Drawn in place and cleared when the phase ends, so the result table that follows stays
-clean. Only used when the human output is a terminal and ``--nolive`` is not given.
+clean. Only used when the human output is a terminal and ``--nolive`` is not given. The
+phase name is shown through :func:`~aiobench.text.printable`, as every name on a terminal.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from rich.live import Live
 from rich.text import Text
 
 from aiobench.results import Progress
+from aiobench.text import printable
 from aiobench.units import MIB, format_elapsed
 
 
 def progress_text(p: Progress) -> str:
     """``WRITE  37%  1234 MiB/s  5678 IOPS  elapsed 12.300s  ETA 21.040s``; pure."""
-    parts = [p.phase, f"{p.done_percent:>3}%"]
+    parts = [printable(p.phase), f"{p.done_percent:>3}%"]
     if p.bytes_per_s or p.done_bytes:
         parts.append(f"{p.bytes_per_s // MIB} MiB/s")
     if p.dir_mode:
@@ -39,7 +41,7 @@ class LiveLine:
 
     def start(self, phase: str) -> None:
         self._live = Live(
-            Text(f"{phase}  starting"),
+            Text(f"{printable(phase)}  starting"),
             console=self._console,
             auto_refresh=False,  # redrawn at --liveint by the caller; no refresh thread
             transient=True,

@@ -2,19 +2,22 @@
 
 Consumes the parsed ``--json`` document (not the live result model), so a saved result can be
 plotted later. matplotlib is an optional dependency: it is imported only when a plot is drawn,
-always with the Agg canvas and never through pyplot's global state.
+always with the Agg canvas and never through pyplot's global state. Text from the document
+(label, command, host) is drawn as text: control characters escaped, no ``$...$`` math.
 """
 
 from __future__ import annotations
 
 import datetime
 import math
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from aiobench.errors import ConfigError
+from aiobench.errors import BenchIOError, ConfigError
+from aiobench.text import printable
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -66,7 +69,14 @@ def render_plot(
         _interval_latency_panel(fig.add_subplot(3, 1, 2), phases, names, colors)
         _spectrum_panel(fig.add_subplot(3, 1, 3), phases, names, colors)
     # No bbox_inches="tight": it would crop the canvas and change the pixel size.
-    fig.savefig(out_path, format="png", dpi=DPI)
+    try:
+        with warnings.catch_warnings():
+            # A label in a script the font lacks is drawn as boxes; the warning matplotlib
+            # gives for each such character is no use to the user of a CLI.
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
+            fig.savefig(out_path, format="png", dpi=DPI)
+    except OSError as exc:  # a full disk, a directory that went away, no permission
+        raise BenchIOError.from_os(out_path, None, exc) from None
 
 
 def _title(meta: dict[str, Any]) -> str:
@@ -74,7 +84,12 @@ def _title(meta: dict[str, Any]) -> str:
     if len(what) > TITLE_MAX_CHARS:
         what = what[: TITLE_MAX_CHARS - 1] + "…"
     where = " ".join(s for s in (str(meta.get("host") or ""), _when(meta)) if s)
-    return f"aiobench: {what or 'run'}" + (f" — {where}" if where else "")
+    title = f"aiobench: {what or 'run'}" + (f" — {where}" if where else "")
+    # printable(): matplotlib has no glyph for a control character and says so in a
+    # warning that would carry the character itself to the terminal. Each $ escaped: a
+    # label such as "$\\frac{$" is text, not math that fails to parse (parse_math=False
+    # would not do: the wrapping of a long title parses it all the same).
+    return printable(title).replace("$", r"\$")
 
 
 def _when(meta: dict[str, Any]) -> str:

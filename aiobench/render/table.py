@@ -1,4 +1,8 @@
-"""The elbencho result table (FIRST DONE / LAST DONE), byte-compatible in layout; pure."""
+"""The elbencho result table (FIRST DONE / LAST DONE), byte-compatible in layout; pure.
+
+Names from the run (phases, target paths, hosts) may come from a saved file: each is shown
+through :func:`~aiobench.text.printable`, so no control character reaches the terminal.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from dataclasses import dataclass
 from aiobench.iterations import IterationSummary, summarize
 from aiobench.results import PhaseResult, TargetTotals, target_report
 from aiobench.stats import TABLE_PERCENTILES, LatencySummary
+from aiobench.text import printable
 from aiobench.units import MIB, NS_PER_MS, format_elapsed, format_latency, format_us
 
 HEADER = (
@@ -73,7 +78,7 @@ def phase_block(phase: PhaseResult) -> str:
     first, last = phase.first_done, phase.last_done
     entries = entry_label(phase)
     out = _row(
-        phase.name,
+        printable(phase.name),
         "Elapsed time",
         format_elapsed(first.elapsed_ns),
         format_elapsed(last.elapsed_ns),
@@ -128,9 +133,9 @@ class _Breakdown:
     name: Callable[[TargetTotals], str]  # how Min and Max name the member
 
 
-_PER_TARGET = _Breakdown("per target", "Target", lambda t: f"#{t.index} {t.path}")
-_PER_RANK = _Breakdown("per rank", "Rank", lambda t: f"rank {t.index} {t.path}")
-_PER_HOST = _Breakdown("per host", "Host", lambda t: t.path)
+_PER_TARGET = _Breakdown("per target", "Target", lambda t: f"#{t.index} {printable(t.path)}")
+_PER_RANK = _Breakdown("per rank", "Rank", lambda t: f"rank {t.index} {printable(t.path)}")
+_PER_HOST = _Breakdown("per host", "Host", lambda t: printable(t.path))
 
 
 def _report_block(phase: PhaseResult, kind: _Breakdown, members: tuple[TargetTotals, ...]) -> str:
@@ -144,13 +149,13 @@ def _report_block(phase: PhaseResult, kind: _Breakdown, members: tuple[TargetTot
         return f"  {format_elapsed(t.elapsed_ns):>9}  "
 
     titles = "".join(f" {title:>10}" for title, _ in columns)
-    out = f"{phase.name:<11} {kind.title:<17}:{titles}  {'Elapsed':>9}  {kind.column}\n"
+    out = f"{printable(phase.name):<11} {kind.title:<17}:{titles}  {'Elapsed':>9}  {kind.column}\n"
     for label, t in (("Min", report.slowest), ("Max", report.fastest)):
         out += _target_row(label, t.rates(), columns, elapsed(t) + kind.name(t))
     out += _target_row("Average", report.average, columns, "")
     out += _target_row("Aggregate", report.aggregate, columns, "")
     for t in members:
-        out += _target_row(f"#{t.index}", t.rates(), columns, elapsed(t) + t.path)
+        out += _target_row(f"#{t.index}", t.rates(), columns, elapsed(t) + printable(t.path))
     return out + SEPARATOR
 
 
@@ -198,7 +203,7 @@ def summary_block(summary: IterationSummary) -> str:
     bytes/s // 2^20, so min and max are exactly the smallest and largest block's figure).
     """
     entries = _entry_label(summary.phase)
-    title = f"{summary.phase} over {summary.iterations}"
+    title = f"{printable(summary.phase)} over {summary.iterations}"
     out = _summary_row("SUMMARY", title, ("min", "max", "mean", "stddev"))
     out += _summary_row("", "Elapsed ms", summary.spread("elapsed_ns").floored(NS_PER_MS))
     if summary.has("entries"):

@@ -176,7 +176,12 @@ def run_benchmark(
         shared: PhaseShared | None = None,
     ) -> bool:
         """Keep a block's result; whether the run goes on (under MPI: on every rank)."""
-        phase = dataclasses.replace(phase, iteration=iteration, iterations=cfg.iterations)
+        phase = dataclasses.replace(
+            phase,
+            iteration=iteration,
+            iterations=cfg.iterations,
+            error=error.to_dict() if error is not None else None,
+        )
         if world is not None:
             return _report_job(world, result, phase, error, shared, stop, observer, on_phase)
         result.phases.append(phase)
@@ -283,7 +288,7 @@ def _report_job(
     if parts is not None:
         merged = merge_phase(parts)
         if failed:
-            merged = dataclasses.replace(merged, interrupted=False)
+            merged = dataclasses.replace(merged, interrupted=False, error=result.error)
         for interval in merged.intervals:
             observer.interval(merged.name, interval)
         result.phases.append(merged)

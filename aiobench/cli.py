@@ -16,13 +16,14 @@ from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.mpi import World, abort_job, binding_note, launch_rank
 from aiobench.mpi import wanted as mpi_wanted
-from aiobench.outputs import Outputs, check_output_files, silence
+from aiobench.outputs import Outputs, check_output_files, reason
 from aiobench.render.compare import common_phases, render_compare
-from aiobench.render.json import dumps, write_atomically
+from aiobench.render.json import dumps
 from aiobench.render.table import render_table
 from aiobench.results import RunResult
 from aiobench.runner import event_loop_name, exit_code, run_benchmark, run_meta
 from aiobench.saved import load_document, load_run
+from aiobench.streams import guard_standard_streams
 from aiobench.targets import DIR, Resolved, resolve
 from aiobench.text import printable
 
@@ -423,30 +424,29 @@ def bench(
 
 
 def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: World | None) -> int:
-    """What follows the last block: how the run ended, the JSON document; the exit code."""
+    """What follows the last block: the JSON document, how the run ended; the exit code.
+
+    Exit 1 also when a result file, the JSON document or the table could not be written
+    (stdout closed or full); a reader that went away (``| head``) is not an error. What
+    cannot be said because stderr is unusable is only the exit code.
+    """
+    if cfg.json_path is not None:
+        outputs.write_document(dumps(result))
+    outputs.close()
     if result.interrupted:
         where = result.meta.get("signal_rank")
         on = "" if world is None or not isinstance(where, int) else f" on {world.name(where)}"
         print(f"Interrupted by {result.meta.get('signal')}{on}: results so far.", file=sys.stderr)
     if result.error is not None:
-        print(f"Error: {result.error['message']}", file=sys.stderr)
-    for message in outputs.errors:
+        print(f"Error: {printable(str(result.error['message']))}", file=sys.stderr)
+    errors = list(outputs.errors)
+    table = outputs.table_failure()
+    if table is not None:
+        errors.append(f"stdout: {reason(table)}: the result table could not be written")
+    for message in errors:
         print(f"Error: {message}", file=sys.stderr)
-    if cfg.json_path == "-":
-        try:
-            sys.stdout.write(dumps(result))
-            sys.stdout.flush()
-        except BrokenPipeError:
-            silence(sys.stdout)
-            print(
-                "Error: --json -: stdout was closed before the document was written",
-                file=sys.stderr,
-            )
-            return EXIT_IO_ERROR
-    elif cfg.json_path is not None:
-        write_atomically(cfg.json_path, dumps(result))
     code = exit_code(result)
-    return EXIT_IO_ERROR if code == 0 and outputs.errors else code
+    return EXIT_IO_ERROR if code == 0 and errors else code
 
 
 T = TypeVar("T")
@@ -536,6 +536,7 @@ def plot(
 def main(argv: list[str] | None = None) -> None:
     """The CLI in this process (:mod:`aiobench.entry` is the console entry point): the
     command's exit code; a signal that no run reported ends it with its own line and code."""
+    guard_standard_streams()  # closed or full stdout/stderr: an exit code, no traceback
     with interrupts.handled():  # (a no-op under aiobench.entry, which installed them first)
         code = _command(sys.argv[1:] if argv is None else argv)
         signum = interrupts.settle()  # a run settles the signal it reported itself

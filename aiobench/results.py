@@ -14,7 +14,9 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     2, extended likewise — phases[].rwmix_read_pct (null unless --rwmixpct), and in RWMIX
         phases first_done/last_done.read/.write and latency.read/.write.
     3 — error.offset is null where no offset means anything (creating, opening or
-        removing an entry; before, such errors claimed offset 0).
+        removing an entry; before, such errors claimed offset 0); phases[].status (ok,
+        error, interrupted, time_limited) and phases[].error (the error that ended the
+        phase, else null), in the --json document and the --jsonfile records alike.
 """
 
 from __future__ import annotations
@@ -238,6 +240,17 @@ class PhaseResult:
     # over its slowest thread, in the per-target shape. Empty without MPI.
     ranks: tuple[TargetTotals, ...] = ()
     hosts: tuple[TargetTotals, ...] = ()
+    # The I/O error that ended this phase (BenchIOError.to_dict()), or None.
+    error: dict[str, object] | None = None
+
+    @property
+    def status(self) -> str:
+        """How the phase ended: ok, error, interrupted (a signal) or time_limited."""
+        if self.error is not None:
+            return "error"
+        if self.interrupted:
+            return "interrupted"
+        return "time_limited" if self.time_limited else "ok"
 
     @property
     def target_report(self) -> TargetReport | None:

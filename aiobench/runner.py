@@ -183,7 +183,12 @@ def run_benchmark(
         shared: PhaseShared | None = None,
     ) -> bool:
         """Keep a block's result; whether the run goes on (under MPI: on every rank)."""
-        phase = dataclasses.replace(phase, iteration=iteration, iterations=cfg.iterations)
+        phase = dataclasses.replace(
+            phase,
+            iteration=iteration,
+            iterations=cfg.iterations,
+            error=error.to_dict() if error is not None else None,
+        )
         if shared is not None and shared.kind == WRITE and error is None:
             opened.filled |= not phase.interrupted
         if world is not None:
@@ -308,7 +313,7 @@ def _report_job(
     if parts is not None:
         merged = merge_phase(parts)
         if failed:
-            merged = dataclasses.replace(merged, interrupted=False)
+            merged = dataclasses.replace(merged, interrupted=False, error=result.error)
         for interval in merged.intervals:
             observer.interval(merged.name, interval)
         result.phases.append(merged)

@@ -270,4 +270,7 @@ def _phase(d: dict[str, Any], iterations: int) -> PhaseResult:
         iterations=iterations,
         ranks=_members(d.get("per_rank"), "ranks", "rank", "host"),
         hosts=_members(d.get("per_host"), "hosts", "index", "host"),
+        # Version 3: the error that ended the phase (its status follows from it and the
+        # flags above); a version-2 phase has none of its own.
+        error=d.get("error"),
     )

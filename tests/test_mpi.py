@@ -225,6 +225,7 @@ def test_a_missing_file_on_one_rank_ends_the_job_with_its_name(
     Draft202012Validator(load_schema()).validate(doc)
     assert doc["error"]["rank"] == 1 and doc["error"]["host"] == HOST
     assert doc["error"]["path"] == str(gone)
+    assert (doc["phases"][-1]["status"], doc["phases"][-1]["error"]) == ("error", doc["error"])
     assert "READ        Elapsed time" in proc.stdout  # what was measured is still shown
 
 

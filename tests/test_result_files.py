@@ -36,6 +36,7 @@ FIO_POINTS = [
 PERCENTILE_COLUMNS = [f"IO lat us [p{p}]" for p in FIO_POINTS] + [
     f"Ent lat us [p{p}]" for p in FIO_POINTS
 ]
+STATUS_COLUMNS = ["status", "error"]  # how the phase ended, after the percentiles
 RWMIX_COLUMNS = [
     f"rwmix read {name} [{which}]"
     for name in ("entries/s", "IOPS", "MiB/s", "entries", "MiB")
@@ -152,6 +153,8 @@ def assert_row_matches_phase(row: Row, doc: Doc, phase: Doc) -> None:
         "MiB [last]": when(last["bytes"], last["bytes"] // MIB),
         "version": doc["meta"]["aiobench_version"],
         **dict.fromkeys(RWMIX_COLUMNS, ""),
+        "status": phase["status"],
+        "error": phase["error"]["message"] if phase["error"] else "",
     }
     assert {key: row[key] for key in expected} == expected
     assert row["version"] == __version__
@@ -223,11 +226,11 @@ def test_two_runs_give_one_header_and_two_rows_per_phase(appended: Appended) -> 
     assert text.endswith("\n")
     assert lines.count(lines[0]) == 1  # the header once, although the second run appended
     assert len(lines) == 1 + len(rows)
-    # elbencho's 55 columns, in elbencho's order, then the percentile columns.
+    # elbencho's 55 columns, in elbencho's order, then the percentile and status columns.
     elbencho = elbencho_header()
     assert len(elbencho) == ELBENCHO_COLUMNS
     assert header[:ELBENCHO_COLUMNS] == elbencho
-    assert header[ELBENCHO_COLUMNS:] == PERCENTILE_COLUMNS
+    assert header[ELBENCHO_COLUMNS:] == PERCENTILE_COLUMNS + STATUS_COLUMNS
     phases = [p["phase"] for run in appended.runs for p in run.doc["phases"]]
     assert phases == ["WRITE", "READ", "WRITE", "READ"]
     assert [row["operation"] for row in rows] == phases
@@ -356,7 +359,7 @@ def test_csv_of_a_dir_mode_run_counts_dirs_files_and_entries(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("prepared", ["empty", "header-only"])
 def test_csv_that_is_empty_or_has_our_header_is_appended_to(tmp_path: Path, prepared: str) -> None:
-    ours = ",".join(elbencho_header() + PERCENTILE_COLUMNS) + "\n"
+    ours = ",".join(elbencho_header() + PERCENTILE_COLUMNS + STATUS_COLUMNS) + "\n"
     (tmp_path / "res.csv").write_text("" if prepared == "empty" else ours, encoding="utf-8")
     proc = aiobench("-w", "-b", "64k", "-s", "1m", "f", "--csvfile", "res.csv", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -368,7 +371,7 @@ def test_csv_that_is_empty_or_has_our_header_is_appended_to(tmp_path: Path, prep
 
 
 def _swapped_header() -> str:
-    names = elbencho_header() + PERCENTILE_COLUMNS
+    names = elbencho_header() + PERCENTILE_COLUMNS + STATUS_COLUMNS
     names[1], names[2] = names[2], names[1]
     return ",".join(names) + "\n"
 

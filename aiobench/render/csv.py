@@ -1,8 +1,10 @@
-"""CSV rows: ``--csvfile`` (elbencho's 55 columns, then percentiles) and ``--livecsv``; pure.
+"""CSV rows: ``--csvfile`` (elbencho's 55 columns, percentiles, status) and ``--livecsv``; pure.
 
 Columns keep elbencho's names and order, so existing spreadsheets and scripts read them;
-aiobench's own columns come after. Values are written with Python's csv module (RFC 4180
-quoting), and the command is one shell-quoted string.
+aiobench's own columns come after: the percentiles, then how the phase ended (``status``:
+ok, error, interrupted or time_limited; ``error``: the error's message, else empty).
+Values are written with Python's csv module (RFC 4180 quoting), and the command is one
+shell-quoted string.
 """
 
 from __future__ import annotations
@@ -42,12 +44,13 @@ _RESULT_COLUMNS = [
     "version", "command",
 ]  # fmt: skip
 # elbencho's 55 columns (the tests hold them against elbencho's own CSV), then the
-# percentiles of each latency.
-RESULT_HEADER = [
+# percentiles of each latency: the header of aiobench before the status columns.
+PREVIOUS_RESULT_HEADER = [
     *_RESULT_COLUMNS,
     *(f"IO lat us [p{p:g}]" for p in PERCENTILES),
     *(f"Ent lat us [p{p:g}]" for p in PERCENTILES),
 ]
+RESULT_HEADER = [*PREVIOUS_RESULT_HEADER, "status", "error"]
 
 _LIVE_ELBENCHO = [
     "ISO Date", "Label", "Phase", "RuntimeMS", "Rank", "MixType", "Done%", "DoneBytes",
@@ -192,6 +195,8 @@ def result_row(meta: dict[str, Any], phase: PhaseResult) -> list[str]:
         shlex.join(str(a) for a in meta.get("command", [])),
         *_percentile_cells(io_latency),
         *_percentile_cells(phase.entry_latency),
+        phase.status,
+        str(phase.error.get("message", "")) if phase.error is not None else "",
     ]
     return row
 

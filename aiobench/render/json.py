@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,6 +163,8 @@ def phase_dict(phase: PhaseResult) -> dict[str, Any]:
         "peak_inflight_ops": phase.peak_inflight_ops,
         "time_limited": phase.time_limited,
         "interrupted": phase.interrupted,
+        "status": phase.status,
+        "error": phase.error,
         "threads": [
             {
                 "rank": t.rank,
@@ -230,20 +230,3 @@ def interval_record(label: str, phase: str, iv: IntervalStats, iso_date: str) ->
         **interval_dict(iv),
     }
     return json.dumps(record, separators=(",", ":")) + "\n"
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and rename (never a half file).
-
-    The temporary file is created with mode 0666 less the umask, like any new file.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".aiobench-{os.getpid()}-{secrets.token_hex(4)}.json")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise

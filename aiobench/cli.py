@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import sys
 import traceback
@@ -11,7 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from aiobench import __version__, interrupts
+from aiobench import __version__, interrupts, streams
 from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig, build_config
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.mpi import World, abort_job, binding_note, launch_rank
@@ -449,6 +450,14 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: Wo
     return EXIT_IO_ERROR if code == 0 and errors else code
 
 
+def _print_out(text: str) -> None:
+    """The output of ``show``/``compare`` on stdout; stdout closed or full is exit 1 (a
+    reader that went away, ``| head``, is not an error)."""
+    failed = streams.show(sys.stdout, text) or streams.failure(1)
+    if failed is not None and failed.errno != errno.EPIPE:
+        raise AiobenchError(f"stdout: {reason(failed)}: the output could not be written")
+
+
 T = TypeVar("T")
 
 
@@ -492,7 +501,7 @@ def show(
     paths = result.meta.get("paths")
     default = len(paths) > 1 if isinstance(paths, list) else False
     chosen = pertarget if pertarget is not None else saved if saved is not None else default
-    sys.stdout.write(render_table(result.phases, pertarget=bool(chosen)))
+    _print_out(render_table(result.phases, pertarget=bool(chosen)))
     return 0
 
 
@@ -505,7 +514,7 @@ def compare(
     a, b = load_run(run_a), load_run(run_b)
     if not common_phases(a, b):
         raise ConfigError(f"{run_a} and {run_b} have no phase in common")
-    sys.stdout.write(render_compare(a, b, run_a, run_b))
+    _print_out(render_compare(a, b, run_a, run_b))
     return 0
 
 

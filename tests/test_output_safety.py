@@ -640,3 +640,17 @@ def test_json_dash_to_a_pipe_closed_early_is_an_error_without_noise(tmp_path: Pa
         os.close(write_end)
     assert proc.returncode == 1
     assert error_lines(proc.stderr) == ["Error: --json -: stdout: EPIPE (Broken pipe)"]
+
+
+@pytest.mark.parametrize("command", ["show", "compare"])
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
+def test_saved_run_tools_with_unusable_stdout_exit_1(
+    tmp_path: Path, command: str, redirect: str
+) -> None:
+    """show/compare print nothing else than their output: losing it is an error, not 0."""
+    saved = str(Path(__file__).parent / "data" / "example-result.json")
+    args = (command, saved) if command == "show" else (command, saved, saved)
+    proc = run(*args, cwd=tmp_path, shell_redirect=redirect)
+    assert proc.returncode == 1
+    [line] = error_lines(proc.stderr)
+    assert line.startswith("Error: stdout: E") and "the output could not be written" in line

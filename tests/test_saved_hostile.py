@@ -66,19 +66,25 @@ class Finished:
 
 def run_watched(*args: str, cwd: Path) -> Finished:
     """The CLI as a real process, killed as soon as its RSS passes :data:`MAX_RSS_BYTES`
-    or :data:`GUARD_S` pass (a failure either way); its own peak RSS from wait4()."""
+    or :data:`GUARD_S` pass (a failure either way); its own peak RSS, sampled as it runs.
+
+    Not wait4()'s ru_maxrss: Linux carries the peak of the memory image a child was forked
+    from across exec, so a child of a big pytest process reports pytest's peak. VmHWM in
+    /proc is the peak of the program's own image since exec."""
     out, err = cwd / "watched.out", cwd / "watched.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(
             [sys.executable, "-m", "aiobench", *args], stdout=stdout, stderr=stderr, cwd=cwd
         )
     deadline = time.monotonic() + GUARD_S
+    peak = 0
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             break
-        rss = _rss_bytes(proc.pid)
+        rss = _status_bytes(proc.pid, "VmRSS:")
+        peak = max(peak, _status_bytes(proc.pid, "VmHWM:"))
         if rss > MAX_RSS_BYTES or time.monotonic() > deadline:
             os.kill(proc.pid, signal.SIGKILL)
             os.wait4(proc.pid, 0)
@@ -89,16 +95,17 @@ def run_watched(*args: str, cwd: Path) -> Finished:
         proc.returncode,
         out.read_text(encoding="utf-8", errors="replace"),
         err.read_text(encoding="utf-8", errors="replace"),
-        usage.ru_maxrss * 1024,  # kilobytes on Linux
+        peak,
     )
 
 
-def _rss_bytes(pid: int) -> int:
+def _status_bytes(pid: int, key: str) -> int:
+    """A ``kB`` line of /proc/PID/status (VmRSS, VmHWM) in bytes; 0 once it exited."""
     try:
         status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
     except OSError:
         return 0  # exited meanwhile
-    kib = next((line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")), "0")
+    kib = next((line.split()[1] for line in status.splitlines() if line.startswith(key)), "0")
     return int(kib) * 1024
 
 

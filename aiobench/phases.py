@@ -20,6 +20,7 @@ from aiobench.engine import DIR_MODE, Engine, IoOptions, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, phase_name
+from aiobench.memory import slots_with_work
 from aiobench.mpi import World
 from aiobench.results import (
     IntervalStats,
@@ -151,7 +152,9 @@ def _rwmix_pct(cfg: BenchConfig, kind: str) -> int | None:
     return cfg.rwmixpct if kind == WRITE else None
 
 
-def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
+def _slots(
+    ctx: RunContext, kind: str, phase_index: int, streams: Sequence[Stream]
+) -> list[list[Slot]]:
     cfg, layout = ctx.cfg, ctx.layout
     # Each MPI rank fills its pools from its own stream (one process: ids start at 0).
     seeds = [cfg.seed, phase_index, (1 << 32) + ctx.ids.start]
@@ -175,7 +178,11 @@ def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
         per_path = np.zeros((len(ctx.paths), 3), dtype=np.int64) if len(ctx.paths) > 1 else None
         return Slot(buffer(rank, i), per_path=per_path)
 
-    return [[slot(rank, i) for i in range(cfg.iodepth)] for rank in ctx.ids]
+    # A slot that can never get an operation gets no memory (the budget counts the same).
+    counts = [slots_with_work(cfg.iodepth, s.total_ops, cfg.infloop) for s in streams]
+    return [
+        [slot(rank, i) for i in range(count)] for rank, count in zip(ctx.ids, counts, strict=True)
+    ]
 
 
 def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
@@ -236,7 +243,7 @@ async def run_phase(
     cfg = ctx.cfg
     name = phase_name(kind, _rwmix_pct(cfg, kind))
     streams = _streams(ctx, kind, phase_index)
-    slots = _slots(ctx, kind, phase_index)
+    slots = _slots(ctx, kind, phase_index, streams)
     shared = PhaseShared(
         kind=kind,
         engine=ctx.engine,

@@ -299,22 +299,33 @@ def memory_cgroup(limit: int) -> Iterator[Path]:
 
 
 def test_a_cgroup_memory_limit_is_respected(workdir: Path) -> None:
-    if (available_memory() or 0) < 2 * GIB:
+    if (available_memory() or 0) < 4 * GIB:
         pytest.skip("the machine itself has too little memory to tell the limit apart")
-    with memory_cgroup(512 * MIB) as procs:
-        command = [sys.executable, "-m", "aiobench", "-r", "-b", "64m", "--iodepth", "8"]
-        proc = subprocess.run(
-            ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", *command, "sparse"],
-            capture_output=True,
-            text=True,
-            cwd=workdir,
-            timeout=120,
-            check=False,
-        )
-    # 8 slots x 64 MiB = 512 MiB: fine for the machine, more than half of the cgroup's room
-    line = assert_usage_error(proc, ["--iodepth: 1 thread x 8 slots x 64.3 MiB per slot"])
-    available = float(line.split("half of the ")[1].split(" MiB available")[0])
-    assert 256 < available <= 512
+    cases = [
+        # 8 slots x 64 MiB = 512 MiB: fine for the machine, not for the cgroup
+        (["-r", "-b", "64m", "--iodepth", "8", "sparse"], "1 thread x 8 slots x 64.3 MiB"),
+        # the shape of the issue's case with work for every slot
+        (
+            ["-w", "-b", "64m", "-s", "8g", "-t", "2", "--iodepth", "64", "f"],
+            "2 threads x 64 slots x 128.3 MiB per slot = 16.0 GiB of buffers",
+        ),
+    ]
+    with memory_cgroup(768 * MIB) as procs:
+        for args, needle in cases:
+            before = listing(workdir)
+            command = [sys.executable, "-m", "aiobench", *args]
+            proc = subprocess.run(
+                ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", *command],
+                capture_output=True,
+                text=True,
+                cwd=workdir,
+                timeout=120,
+                check=False,
+            )
+            line = assert_usage_error(proc, [f"--iodepth: {needle}", "lower -"])
+            available = float(line.split("half of the ")[1].split(" MiB available")[0])
+            assert 384 < available <= 768
+            assert listing(workdir) == before
 
 
 def test_available_memory_reads_meminfo_and_cgroup_limits(tmp_path: Path) -> None:

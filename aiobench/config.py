@@ -299,10 +299,12 @@ def build_config(
         raise ConfigError(
             f"--dropcache: needs root (it writes {DROP_CACHES}); run as root or leave it out"
         )
-    if not 1 <= iterations <= MAX_ITERATIONS:
+    if iterations < 1:
+        raise ConfigError(f"-i/--iterations: must be at least 1 (got {iterations})")
+    if iterations > MAX_ITERATIONS:
         raise ConfigError(
-            f"-i/--iterations: must be between 1 and {MAX_ITERATIONS} (got {iterations}); "
-            "every block's result is kept in memory"
+            f"-i/--iterations: at most {MAX_ITERATIONS} (got {iterations}); every block's "
+            "result is kept in memory"
         )
     if verify is not None:
         if not 0 < verify < 2**64:
@@ -346,10 +348,13 @@ def build_config(
         raise ConfigError("--backward: cannot be combined with --strided (pick one order)")
     if json_path is not None and not json_path:
         raise ConfigError("--json: give a file name or '-' for stdout")
-    if not MIN_LIVE_INTERVAL_MS <= live_interval_ms <= MAX_SECONDS * 1000:
+    if live_interval_ms < MIN_LIVE_INTERVAL_MS:
         raise ConfigError(
-            f"--liveint: must be between {MIN_LIVE_INTERVAL_MS} and {MAX_SECONDS * 1000} ms "
-            f"(got {live_interval_ms})"
+            f"--liveint: must be at least {MIN_LIVE_INTERVAL_MS} ms (got {live_interval_ms})"
+        )
+    if live_interval_ms > MAX_SECONDS * 1000:
+        raise ConfigError(
+            f"--liveint: at most {MAX_SECONDS * 1000} ms, 36 years (got {live_interval_ms})"
         )
     _check_output_names(
         expanded,

@@ -50,16 +50,19 @@ def run_aiobench_rss(
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd, text=True)
         deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                proc.returncode = -9
-                raise subprocess.TimeoutExpired(command, timeout)
-            time.sleep(0.02)
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(command, timeout)
+                time.sleep(0.02)
+        except BaseException:  # the timeout, or the test's own (no child left behind)
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            raise
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         out.seek(0)
         err.seek(0)

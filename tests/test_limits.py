@@ -18,6 +18,7 @@ from aiobench.engine import POOL_SLACK, POOL_WINDOWS, SlotBuffer, pool_bytes
 from aiobench.memory import available_memory, slot_needs, slots_with_work
 from aiobench.phases import RunContext, _slots, _streams
 from aiobench.targets import resolve
+from aiobench.worker import Slot
 from tests.conftest import (
     RunCli,
     assert_usage_error,
@@ -233,6 +234,26 @@ def test_budget_counts_the_slots_a_phase_allocates(tmp_path: Path, over: dict[st
             for slot in rank:
                 if slot.buffer is not None:
                     slot.buffer.close()
+
+
+def _rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * KIB
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_unused_latency_recorders_take_no_memory() -> None:
+    """A slot has four recorders and fills one or two: the others cost nothing (they cost
+    264 KiB of counts each, 4096 slots x 1 MiB before anything was measured)."""
+    before = _rss()
+    slots = [Slot(None) for _ in range(512)]
+    grown = _rss() - before
+    assert grown < 32 * MIB, grown  # 512 x 4 x 264 KiB would be 528 MiB
+    for slot in slots[:2]:
+        slot.recorder.add(np.arange(1, 101, dtype=np.int64))
+    assert slots[0].recorder.summary().count == 100
+    assert slots[1].read_recorder.summary().count == 0
 
 
 def test_pools_scale_with_the_block() -> None:

@@ -15,6 +15,7 @@ import typer
 from aiobench import __version__, interrupts, streams
 from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig, build_config
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
+from aiobench.memory import check_memory
 from aiobench.mpi import World, abort_job, binding_note, launch_rank
 from aiobench.mpi import wanted as mpi_wanted
 from aiobench.outputs import Outputs, check_output_files, reason
@@ -317,7 +318,8 @@ def bench(
         typer.Option(
             "--force",
             help="Write to a block device even if it holds a filesystem or partition "
-            "signature (never when it is mounted).",
+            "signature (never when it is mounted), and write more than the target "
+            "filesystem has free.",
         ),
     ] = False,
     version: Annotated[
@@ -475,11 +477,16 @@ def _agreed(world: World | None, step: Callable[[], T]) -> T:
 
 
 def _resolve(cfg: BenchConfig, world: World | None) -> Resolved:
+    """The paths and sizes, then the memory budget of this process's threads."""
     if world is None:
-        return resolve(cfg)
+        resolved = resolve(cfg)
+        check_memory(cfg, resolved, cfg.threads)
+        return resolved
     # The layout is that of all the thread ranks the dataset is split over.
     slices = world.split(cfg.threads, os.path.isdir(cfg.paths[0]))[2]
-    return resolve(dataclasses.replace(cfg, threads=slices))
+    resolved = resolve(dataclasses.replace(cfg, threads=slices))
+    check_memory(cfg, resolved, slices)
+    return resolved
 
 
 @tools.command("show")

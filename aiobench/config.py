@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import resource
 import secrets
 from dataclasses import asdict, dataclass
 
 from aiobench.errors import ConfigError
-from aiobench.units import expand_brackets, parse_size
+from aiobench.units import NS_PER_S, bracket_count, expand_brackets, parse_size
 
 DEFAULT_BLOCK = "1M"
 # Every slot is one executor thread; past this many, thread start-up and memory dominate
@@ -20,6 +21,24 @@ DROP_CACHES = "/proc/sys/vm/drop_caches"
 # O_DIRECT needs buffers, offsets and lengths aligned to the logical block size; 512 bytes
 # is the smallest any Linux block device has.
 DIRECT_ALIGN = 512
+# Linux moves at most 2 GiB - 4 KiB in one read or write call (MAX_RW_COUNT): a larger
+# block would always come back short.
+MAX_BLOCK = 0x7FFF_F000
+# Instants are int64 nanoseconds of perf_counter_ns (time since boot); limits up to an
+# eighth of that range (36 years) leave room for any uptime and the sums made of them.
+MAX_SECONDS = 2**60 // NS_PER_S
+# Every block's result is kept for the -i summary and the --json document, about 35 KiB
+# each in memory (measured: 1000 iterations of WRITE and READ took 145 MB), so 10^4
+# iterations of four phases already hold over a GiB.
+MAX_ITERATIONS = 10_000
+# Dirs and files of one dir-mode layout: 2^40 take 12 days at a million creates a second,
+# more than any run does; a larger count is a typing error.
+MAX_ENTRIES = 2**40
+# Every PATH stays open for the whole run; beside them the interpreter, the event loop,
+# its signal wake-up and the result files need a few descriptors.
+FD_RESERVE = 32
+# The kernel's default fs.nr_open: the most descriptors a process can be allowed.
+_NR_OPEN = 1 << 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -196,6 +215,7 @@ def build_config(
     """Turn raw option values into a :class:`BenchConfig`, or raise :class:`ConfigError`."""
     if not paths:
         raise ConfigError("missing PATH: name at least one file, block device or directory")
+    _check_path_count(paths)
     expanded: list[str] = []
     for path in paths:
         expanded.extend(expand_brackets(path))
@@ -214,6 +234,11 @@ def build_config(
     for name, count in (("-n/--dirs", dirs), ("-N/--files", files)):
         if count is not None and count < 0:
             raise ConfigError(f"{name}: must not be negative (got {count})")
+        if count is not None and count > MAX_ENTRIES:
+            raise ConfigError(
+                f"{name}: at most 2^40 (got {count}); that many entries take 12 days at a "
+                "million creates a second"
+            )
     if files == 0 and (write or read or stat or delfiles):
         raise ConfigError(
             "-N/--files: 0 files leave nothing to write, read, stat or delete; give 1 or more"
@@ -227,12 +252,20 @@ def build_config(
             f"-t/--threads x --iodepth: {threads * iodepth} slots exceed the limit of "
             f"{MAX_SLOTS} in one process (use MPI ranks for more)"
         )
+    _check_entries(threads, dirs, files, dirsharing)
     block_size = parse_size(block, "-b/--block")
     if block_size == 0:
         raise ConfigError("-b/--block: must be greater than 0")
+    if block_size > MAX_BLOCK:
+        raise ConfigError(
+            f"-b/--block: at most {MAX_BLOCK} bytes (2 GiB - 4 KiB), the most Linux moves "
+            f"in one read or write call (got {block_size})"
+        )
     size_bytes = 0 if size is None else parse_size(size, "-s/--size")
     if timelimit < 0:
         raise ConfigError(f"--timelimit: must not be negative (got {timelimit})")
+    if timelimit > MAX_SECONDS:
+        raise ConfigError(f"--timelimit: at most {MAX_SECONDS} s, 36 years (got {timelimit})")
     if direct and block_size % DIRECT_ALIGN:
         raise ConfigError(
             f"-b/--block: {block_size} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
@@ -268,6 +301,11 @@ def build_config(
         )
     if iterations < 1:
         raise ConfigError(f"-i/--iterations: must be at least 1 (got {iterations})")
+    if iterations > MAX_ITERATIONS:
+        raise ConfigError(
+            f"-i/--iterations: at most {MAX_ITERATIONS} (got {iterations}); every block's "
+            "result is kept in memory"
+        )
     if verify is not None:
         if not 0 < verify < 2**64:
             raise ConfigError(f"--verify: the salt must be between 1 and 2^64-1 (got {verify})")
@@ -313,6 +351,10 @@ def build_config(
     if live_interval_ms < MIN_LIVE_INTERVAL_MS:
         raise ConfigError(
             f"--liveint: must be at least {MIN_LIVE_INTERVAL_MS} ms (got {live_interval_ms})"
+        )
+    if live_interval_ms > MAX_SECONDS * 1000:
+        raise ConfigError(
+            f"--liveint: at most {MAX_SECONDS * 1000} ms, 36 years (got {live_interval_ms})"
         )
     _check_output_names(
         expanded,
@@ -379,6 +421,44 @@ def build_config(
         nosvcshare=nosvcshare,
         argv=argv,
     )
+
+
+def open_file_cap() -> int:
+    """How many PATHs a run may have: the descriptors this process may open, less
+    :data:`FD_RESERVE`."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        soft = _NR_OPEN
+    return max(soft - FD_RESERVE, 1)
+
+
+def _check_path_count(paths: list[str]) -> None:
+    """Bracket ranges are counted before they are expanded: each path is an open file."""
+    counts = [bracket_count(path) for path in paths]
+    cap = open_file_cap()
+    if sum(counts) > cap:
+        pattern = paths[counts.index(max(counts))]
+        many = f"{pattern} expands to {max(counts)} paths"
+        if len(paths) > 1:
+            many += f" ({sum(counts)} in all)"
+        raise ConfigError(
+            f"PATH: {many}, more than the {cap} this process may keep open (each stays "
+            "open for the whole run; ulimit -n raises the limit)"
+        )
+
+
+def _check_entries(threads: int, dirs: int | None, files: int | None, sharing: bool) -> None:
+    """A dir-mode layout of at most :data:`MAX_ENTRIES` dirs and files."""
+    num_dirs = 1 if dirs is None else dirs
+    num_files = 1 if files is None else files
+    made = num_dirs * (1 if sharing else threads) + threads * max(num_dirs, 1) * num_files
+    if made > MAX_ENTRIES:
+        option = "-n/--dirs" if files is None else "-N/--files"
+        raise ConfigError(
+            f"{option}: {threads} threads x {num_dirs} dirs x {num_files} files make "
+            f"{made} entries, more than 2^40 (12 days at a million creates a second); "
+            "lower -t, -n or -N"
+        )
 
 
 def _check_rwmix(pct: int, *, write: bool, refused: list[tuple[str, bool]]) -> None:

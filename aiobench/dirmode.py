@@ -181,7 +181,7 @@ class DirLayout:
         found = {
             (self.dir_path_index(r, i), f"r{self._dir_rank(r)}")
             for r in ranks
-            for i in range(self.dirs)
+            for i in range(min(self.dirs, self.num_paths))  # the paths repeat after that
         }
         return sorted(found)
 
@@ -224,6 +224,22 @@ class DirLayout:
         if numbers is None:
             return [f"{prefix}{j}" for j in range(first, stop)]
         return [prefix + number for number in numbers[first:stop]]
+
+    def files_per_path(self) -> list[int]:
+        """How many files of all thread ranks each PATH gets."""
+        paths = self.num_paths
+        ranks_at = np.bincount(np.arange(self.threads) % paths, minlength=paths)
+        if self.dirs == 0:  # rank r's files go straight into path r % num_paths
+            return [int(n) * self.files for n in ranks_at]
+        dirs_at = np.full(paths, self.dirs // paths, dtype=np.int64)  # dirs i, i % paths
+        dirs_at[: self.dirs % paths] += 1
+        if self.sharing:  # dir i in path i % num_paths, every rank's files in it
+            return [int(n) * self.threads * self.files for n in dirs_at]
+        # Rank r's dir i lives in path (r + i) % num_paths: its dirs are dirs_at turned by r.
+        out = np.zeros(paths, dtype=np.int64)
+        for turn in np.flatnonzero(ranks_at):
+            out += ranks_at[turn] * np.roll(dirs_at, turn)
+        return [int(n) * self.files for n in out]
 
     def entries(self, kind: str, rank: int) -> int:
         """How many entries rank ``rank`` handles in a phase of ``kind``."""

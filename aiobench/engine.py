@@ -43,6 +43,12 @@ STAMP_SPACING = 4096
 # back no sooner than 256 KiB later in a file, beyond gzip's 32 KiB and lz4's 64 KiB reach
 # and never inside one 128 KiB extent: incompressible without per-write random generation.
 POOL_SLACK = 256 * 1024
+# The pool scales with the block: blocks of 4 KiB and more get the windows that slack
+# holds (fewer as blocks grow: a 1 MiB block gets one window and no slack). A smaller
+# block holds a single stamp, so its windows are packed (8 bytes apart at least, one stamp
+# word each); it gets as many windows as a 4 KiB block, so its content comes back after as
+# many writes as before, from a pool of 65 blocks instead of 260 KiB.
+POOL_WINDOWS = 1 + POOL_SLACK // STAMP_SPACING
 # Mode of the dirs and files dir mode creates (less the umask), as mkdir(1) and touch(1).
 DIR_MODE = 0o777
 FILE_MODE = 0o666
@@ -111,12 +117,12 @@ class SlotBuffer:
         self.windows: list[list[memoryview]] = []
         if not for_write:
             return
-        size = _round_up(block_size, PAGE) + POOL_SLACK
+        step, count = pool_windows(block_size)
+        size = pool_bytes(block_size)
         self.mem = mmap.mmap(-1, size)
         self.mem[:] = rng.bytes(size)
         view = memoryview(self.mem)
-        step = _round_up(block_size, STAMP_SPACING)
-        self.windows = [[view[o : o + block_size]] for o in range(0, size - block_size + 1, step)]
+        self.windows = [[view[o : o + block_size]] for o in range(0, count * step, step)]
         self.window_words = step // 8  # 64-bit words from one window's start to the next
         self.words = view.cast("Q")
         self.words_np = np.frombuffer(self.mem, dtype=np.uint64)
@@ -166,6 +172,25 @@ def _unmap(mem: mmap.mmap) -> None:
     # (A view still exported: the mapping goes with the last view, see SlotBuffer.close.)
     with contextlib.suppress(BufferError):
         mem.close()
+
+
+def pool_windows(block_size: int) -> tuple[int, int]:
+    """(bytes from one write window's start to the next, number of windows) of a pool."""
+    if block_size >= STAMP_SPACING:
+        step = _round_up(block_size, STAMP_SPACING)
+        return step, 1 + POOL_SLACK // step
+    return _round_up(block_size, 8), POOL_WINDOWS
+
+
+def pool_bytes(block_size: int) -> int:
+    """The write pool of one slot: its windows, in whole pages."""
+    step, count = pool_windows(block_size)
+    return _round_up((count - 1) * step + block_size, PAGE)
+
+
+def slot_buffer_bytes(block_size: int, *, for_write: bool) -> int:
+    """The memory one :class:`SlotBuffer` maps: read memory, and the pool when writing."""
+    return _round_up(block_size, PAGE) + (pool_bytes(block_size) if for_write else 0)
 
 
 def _round_up(value: int, multiple: int) -> int:

@@ -21,6 +21,7 @@ from aiobench.engine import DIR_MODE, Engine, IoOptions, SlotBuffer
 from aiobench.errors import BenchIOError
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, phase_name
+from aiobench.memory import slots_with_work
 from aiobench.mpi import World
 from aiobench.nofollow import explain, reuse_dir
 from aiobench.results import (
@@ -161,7 +162,9 @@ def _rwmix_pct(cfg: BenchConfig, kind: str) -> int | None:
     return cfg.rwmixpct if kind == WRITE else None
 
 
-def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
+def _slots(
+    ctx: RunContext, kind: str, phase_index: int, streams: Sequence[Stream]
+) -> list[list[Slot]]:
     cfg, layout = ctx.cfg, ctx.layout
     # Each MPI rank fills its pools from its own stream (one process: ids start at 0).
     seeds = [cfg.seed, phase_index, (1 << 32) + ctx.ids.start]
@@ -185,11 +188,13 @@ def _slots(ctx: RunContext, kind: str, phase_index: int) -> list[list[Slot]]:
         per_path = np.zeros((len(ctx.paths), 3), dtype=np.int64) if len(ctx.paths) > 1 else None
         return Slot(buffer(rank, i), per_path=per_path)
 
+    # A slot that can never get an operation gets no memory (the budget counts the same).
+    counts = [slots_with_work(cfg.iodepth, s.total_ops, cfg.infloop) for s in streams]
     slots: list[list[Slot]] = []
     try:
-        for rank in ctx.ids:
+        for rank, count in zip(ctx.ids, counts, strict=True):
             slots.append([])
-            for i in range(cfg.iodepth):
+            for i in range(count):
                 ctx.check_signal()  # filling a buffer of a large block takes a while
                 slots[-1].append(slot(rank, i))
         ctx.check_signal()  # before the phase's setup changes anything
@@ -268,7 +273,7 @@ async def run_phase(
     cfg = ctx.cfg
     name = phase_name(kind, _rwmix_pct(cfg, kind))
     streams = _streams(ctx, kind, phase_index)
-    slots = _slots(ctx, kind, phase_index)
+    slots = _slots(ctx, kind, phase_index, streams)
     shared = PhaseShared(
         kind=kind,
         engine=ctx.engine,

@@ -75,7 +75,9 @@ class LatencyRecorder:
     """
 
     def __init__(self) -> None:
-        self.counts = np.zeros(GEOMETRY.counts_len, dtype=np.int64)
+        # The counts (264 KiB) are made on first use: a slot has four recorders and most
+        # phases fill one of them.
+        self._counts: Int64Array | None = None
         # Raw values waiting to be folded; allocated on first use, since interval
         # recorders are many and short-lived.
         self._raw: Int64Array | None = None
@@ -85,6 +87,16 @@ class LatencyRecorder:
         self.max_ns = 0
         self.sum_ns = 0
         self.sum_sq = 0.0
+
+    @property
+    def counts(self) -> Int64Array:
+        if self._counts is None:
+            self._counts = np.zeros(GEOMETRY.counts_len, dtype=np.int64)
+        return self._counts
+
+    @counts.setter
+    def counts(self, value: Int64Array) -> None:
+        self._counts = value
 
     @classmethod
     def from_summary(cls, summary: LatencySummary) -> LatencyRecorder:
@@ -189,6 +201,12 @@ class LatencyRecorder:
             percentiles_ns=points,
             hdr=h.encode().decode("ascii") if self.count else "",
         )
+
+
+def recorder_bytes(values: int) -> int:
+    """The most memory a recorder given ``values`` latencies takes: its counts, and the
+    raw values it keeps until the next fold."""
+    return (GEOMETRY.counts_len + min(values, _FOLD_EVERY)) * 8
 
 
 def _decoded_counts(hdr: str, count: int) -> Int64Array:

@@ -28,6 +28,7 @@ from aiobench.dirmode import DirLayout
 from aiobench.errors import ConfigError
 from aiobench.kinds import MKDIRS, WRITE
 from aiobench.nofollow import SYMLINK
+from aiobench.units import MAX_BYTES, format_bytes
 
 FILE = "file"
 BLOCKDEV = "blockdev"
@@ -121,7 +122,9 @@ def resolve(cfg: BenchConfig) -> Resolved:
         raise ConfigError(f"PATH: all paths must be of one type, got {listing}")
     path_type = kinds.pop()
     if path_type == DIR:
-        return _resolve_dirs(cfg)
+        resolved = _resolve_dirs(cfg)
+        _check_space(cfg, resolved)
+        return resolved
     dir_only = cfg.dir_mode_options()
     if dir_only:
         raise ConfigError(
@@ -159,7 +162,53 @@ def resolve(cfg: BenchConfig) -> Resolved:
             f"--randamount: {cfg.randamount} bytes give each of the {cfg.threads} threads "
             f"less than one block of {block} bytes"
         )
-    return Resolved(path_type, layout, tuple(notes))
+    resolved = Resolved(path_type, layout, tuple(notes))
+    _check_space(cfg, resolved)
+    return resolved
+
+
+def _check_space(cfg: BenchConfig, resolved: Resolved) -> None:
+    """The data fits an off_t and, when written, each filesystem's free space (unless
+    --force; a block device's size was checked already); read-only."""
+    layout = resolved.layout
+    if isinstance(layout, DirLayout):
+        sizes = [files * layout.file_size for files in layout.files_per_path()]
+    else:
+        sizes = list(layout.sizes)
+    if sum(sizes) > MAX_BYTES:
+        raise ConfigError(
+            f"-s/--size: {format_bytes(sum(sizes))} in all, more than the OS can address "
+            "(2^63-1 bytes, just under 8E)"
+        )
+    if not cfg.write or cfg.force or resolved.path_type == BLOCKDEV:
+        return
+    needs: dict[int, tuple[int, str]] = {}  # per filesystem (st_dev): bytes, a path on it
+    for path, size in zip(cfg.paths, sizes, strict=True):
+        where = path if os.path.exists(path) else os.path.dirname(os.path.abspath(path))
+        try:
+            info = os.stat(where)
+        except OSError:
+            continue  # opening it will say why
+        # Blocks a file has already are rewritten in place (st_blocks, not st_size: a
+        # sparse file has its size but none of the space).
+        there = info.st_blocks * 512 if stat.S_ISREG(info.st_mode) else 0
+        need, _ = needs.get(info.st_dev, (0, where))
+        needs[info.st_dev] = (need + max(size - there, 0), where)
+    for need, where in needs.values():
+        try:
+            vfs = os.statvfs(where)
+        except OSError:
+            continue
+        if vfs.f_blocks == 0:
+            continue  # a filesystem without a size (ramfs, some FUSE ones) says nothing
+        free = vfs.f_bavail * vfs.f_frsize
+        if need > free:
+            mount, fstype = mount_of(where)
+            on = f"{mount} ({fstype})" if fstype else mount or where
+            raise ConfigError(
+                f"-s/--size: the write needs {format_bytes(need)} on {on}, which has "
+                f"{format_bytes(free)} free; lower -s or add --force"
+            )
 
 
 def _resolve_dirs(cfg: BenchConfig) -> Resolved:
@@ -490,13 +539,18 @@ def blockdev_signature(path: str) -> str | None:
 
 def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
     """The filesystem type of the mount that holds ``path`` ('' when unknown)."""
+    return mount_of(path, mountinfo)[1]
+
+
+def mount_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> tuple[str, str]:
+    """(mount point, filesystem type) of the mount that holds ``path`` ('' when unknown)."""
     real = os.path.realpath(path if os.path.exists(path) else os.path.dirname(path) or ".")
     best, fstype = "", ""
     try:
         with open(mountinfo, encoding="utf-8") as handle:
             lines = handle.readlines()
     except OSError:
-        return ""
+        return "", ""
     for line in lines:
         left, _, right = line.partition(" - ")
         parts = left.split()
@@ -506,4 +560,4 @@ def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
         inside = real == mount_point or real.startswith(mount_point.rstrip("/") + "/")
         if inside and len(mount_point) >= len(best):
             best, fstype = mount_point, right.split()[0]
-    return fstype
+    return best, fstype

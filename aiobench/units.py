@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 
 from aiobench.errors import ConfigError
@@ -14,33 +16,79 @@ NS_PER_US = 1_000
 NS_PER_MS = 1_000_000
 NS_PER_S = 1_000_000_000
 MIB = 1 << 20
+# Sizes, offsets and their sums are off_t to the kernel: a signed 64-bit count of bytes.
+MAX_BYTES = 2**63 - 1
+# Digits a number may have before it is certainly too large for anything here (2^63 has
+# 19); longer ones are refused before int() sees them (it refuses over 4300 digits).
+_MAX_DIGITS = 19
+_BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
 def parse_size(text: str, option: str) -> int:
-    """Parse ``4k``/``20G``/``4096`` into bytes (binary suffixes, any case)."""
+    """Parse ``4k``/``20G``/``4096`` into bytes (binary suffixes, any case), at most
+    :data:`MAX_BYTES`."""
     match = _SIZE_RE.fullmatch(text.strip())
     if match is None:
         raise ConfigError(
             f"{option}: invalid size '{text}' (want an integer with an optional "
             "K/M/G/T/P/E suffix, e.g. 4k or 20g)"
         )
-    return int(match.group(1)) << _SUFFIX_SHIFT[match.group(2).lower()]
+    digits = match.group(1).lstrip("0")
+    shift = _SUFFIX_SHIFT[match.group(2).lower()]
+    if len(digits) > _MAX_DIGITS or int(digits or "0") << shift > MAX_BYTES:
+        raise ConfigError(
+            f"{option}: '{text.strip()}' is more than the OS can address "
+            "(2^63-1 bytes, just under 8E)"
+        )
+    return int(digits or "0") << shift
+
+
+def format_bytes(count: int) -> str:
+    """A byte count for messages: ``512 B``, ``4.0 KiB``, ``80.1 GiB``, ``7.0 EiB``."""
+    if count < 1024:
+        return f"{count} B"
+    exponent = min((count.bit_length() - 1) // 10, len(_BYTE_UNITS))
+    return f"{count / (1 << (10 * exponent)):.1f} {_BYTE_UNITS[exponent - 1]}"
+
+
+def _bracket_ranges(path: str) -> list[tuple[str, str, int, int]]:
+    """(first, last, lo, hi) of every ``[a-b]`` range in ``path``, checked."""
+    out = []
+    for first, last in _BRACKET_RE.findall(path):
+        if max(len(first.lstrip("0")), len(last.lstrip("0"))) > _MAX_DIGITS:
+            raise ConfigError(f"PATH: {path}: bracket range [{first}-{last}] is too large")
+        lo, hi = int(first), int(last)
+        if lo > hi:
+            raise ConfigError(f"path '{path}': bracket range [{first}-{last}] runs backwards")
+        out.append((first, last, lo, hi))
+    return out
+
+
+def bracket_count(path: str) -> int:
+    """How many paths :func:`expand_brackets` makes of ``path``, without making them."""
+    return math.prod(hi - lo + 1 for _, _, lo, hi in _bracket_ranges(path))
 
 
 def expand_brackets(path: str) -> list[str]:
-    """Expand every ``[a-b]`` range in ``path``; ``[01-10]`` keeps zero padding."""
-    match = _BRACKET_RE.search(path)
-    if match is None:
+    """Expand every ``[a-b]`` range in ``path``; ``[01-10]`` keeps zero padding.
+
+    The ranges are those of ``path`` as given (the numbers put in are never read as
+    brackets again); the first range varies slowest.
+    """
+    ranges = _bracket_ranges(path)
+    if not ranges:
         return [path]
-    first, last = match.group(1), match.group(2)
-    lo, hi = int(first), int(last)
-    if lo > hi:
-        raise ConfigError(f"path '{path}': bracket range [{first}-{last}] runs backwards")
-    width = len(first) if first.startswith("0") and len(first) > 1 else 0
-    head, tail = path[: match.start()], path[match.end() :]
-    out: list[str] = []
-    for i in range(lo, hi + 1):
-        out.extend(expand_brackets(f"{head}{i:0{width}d}{tail}"))
+    literals = _BRACKET_RE.split(path)[::3]  # split() also returns the two groups
+    choices = []
+    for first, _, lo, hi in ranges:
+        width = len(first) if first.startswith("0") and len(first) > 1 else 0
+        choices.append([f"{i:0{width}d}" for i in range(lo, hi + 1)])
+    out = []
+    for numbers in itertools.product(*choices):
+        parts = [literals[0]]
+        for number, literal in zip(numbers, literals[1:], strict=True):
+            parts += (number, literal)
+        out.append("".join(parts))
     return out
 
 

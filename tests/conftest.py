@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from aiobench.cli import app, main
 from aiobench.schema import load_schema
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
+Listing = dict[str, tuple[str, int, int]]
 
 
 def run_aiobench(
@@ -40,6 +42,61 @@ def run_aiobench(
         cwd=cwd,
         check=False,
     )
+
+
+def run_aiobench_rss(
+    *args: str, timeout: float = 120, cwd: str | Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """:func:`run_aiobench`, and the peak RSS of that child alone in bytes (from wait4)."""
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    command = [sys.executable, "-m", "aiobench", *args]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd, text=True)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(command, timeout)
+                time.sleep(0.02)
+        except BaseException:  # the timeout, or the test's own (no child left behind)
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(command, proc.returncode, out.read(), err.read())
+    return done, usage.ru_maxrss * 1024
+
+
+def listing(root: Path) -> Listing:
+    """Every entry below ``root`` with its type, size and modification time."""
+    out: Listing = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath, name)
+            st = path.lstat()
+            kind = "dir" if stat.S_ISDIR(st.st_mode) else "file"
+            out[str(path.relative_to(root))] = (kind, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess[str], needles: list[str]) -> str:
+    """Exit 2, nothing on stdout, exactly one ``Error:`` line naming every needle."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and proc.stderr.endswith("\n"), proc.stderr
+    line = lines[0]
+    assert line.startswith("Error: "), line
+    for needle in needles:
+        assert needle in line, (needle, line)
+    return line
 
 
 @pytest.fixture(scope="session")

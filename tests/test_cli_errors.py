@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli
+from tests.conftest import RunCli, assert_usage_error, listing
 
 MIB = 1 << 20
 LOOP = "/dev/loop0"
-Listing = dict[str, tuple[str, int, int]]
 
 
 def _is_blockdev(path: str) -> bool:
@@ -114,18 +113,6 @@ CASES = [
 ]
 
 
-def listing(root: Path) -> Listing:
-    """Every entry below ``root`` with its type, size and modification time."""
-    out: Listing = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [*dirnames, *filenames]:
-            path = Path(dirpath, name)
-            st = path.lstat()
-            kind = "dir" if stat.S_ISDIR(st.st_mode) else "file"
-            out[str(path.relative_to(root))] = (kind, st.st_size, st.st_mtime_ns)
-    return out
-
-
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """A directory with an existing 1 MiB file, a small one, an empty one and a subdir."""
@@ -134,20 +121,6 @@ def workdir(tmp_path: Path) -> Path:
     (tmp_path / "empty").touch()
     (tmp_path / "d").mkdir()
     return tmp_path
-
-
-def assert_usage_error(proc: subprocess.CompletedProcess[str], needles: list[str]) -> str:
-    """Exit 2, nothing on stdout, exactly one ``Error:`` line naming every needle."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert proc.stdout == ""
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and proc.stderr.endswith("\n"), proc.stderr
-    line = lines[0]
-    assert line.startswith("Error: "), line
-    for needle in needles:
-        assert needle in line, (needle, line)
-    return line
 
 
 @pytest.mark.parametrize(("args", "needles"), CASES)

@@ -19,8 +19,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.targets import filesystem_type
-from tests.conftest import RunCli, mounted_tmpfs
-from tests.test_cli_errors import assert_usage_error, listing
+from tests.conftest import RunCli, assert_usage_error, listing, mounted_tmpfs
 
 Doc = dict[str, Any]
 Tree = dict[str, int | None]  # relative path -> file size, None for a dir

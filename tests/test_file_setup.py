@@ -57,7 +57,8 @@ def test_preallocfile_without_room_names_path_and_errno(
 ) -> None:
     target = small_tmpfs / "f"
     out = tmp_path / "r.json"
-    proc = run_cli("-w", "-s", "4m", "--preallocfile", str(target), "--json", str(out))
+    args = ("-w", "-s", "4m", "--preallocfile", "--force")  # --force: more than is free
+    proc = run_cli(*args, str(target), "--json", str(out))
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[-1] == (
         f"Error: {target}: offset 0: ENOSPC (posix_fallocate: No space left on device)"

@@ -19,7 +19,8 @@ def test_enospc_names_path_offset_errno_and_keeps_results(
 ) -> None:
     target = small_tmpfs / "f"
     out = tmp_path / "out.json"
-    proc = run_cli("-w", "-b", "64k", "-s", "4m", str(target), "--json", str(out))
+    # --force: the write is larger than the free space, which is refused without it
+    proc = run_cli("-w", "-b", "64k", "-s", "4m", "--force", str(target), "--json", str(out))
     assert proc.returncode == 1
     last_line = proc.stderr.strip().splitlines()[-1]
     assert last_line.startswith(f"Error: {target}: offset ")

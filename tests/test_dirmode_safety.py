@@ -465,7 +465,8 @@ def test_enospc_with_data_reports_cleanly(
     """Used to end in ``BufferError: cannot close exported pointers exist``: no Error: line,
     no JSON, the WRITE results lost."""
     out = tmp_path / "out.json"
-    proc = run_cli("-d", "-w", "-n", "1", "-N", "64", "-s", size, "-b", block,
+    # --force: past the free-space check, to the ENOSPC this test is about
+    proc = run_cli("-d", "-w", "-n", "1", "-N", "64", "-s", size, "-b", block, "--force",
                    str(small_tmpfs), "--json", str(out))  # fmt: skip
     line = one_error(proc, 1)
     doc = read_doc(out, validator)

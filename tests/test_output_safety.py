@@ -484,7 +484,7 @@ def test_failed_phase_is_marked_in_every_result_file(
     target = small_tmpfs / "f"
     files = ("--jsonfile", "r.jsonl", "--csvfile", "r.csv", "--resfile", "r.txt")
     proc = run(
-        "-w", "-r", "-b", "64k", "-s", "4m", str(target), "--nolive", *files,
+        "-w", "-r", "-b", "64k", "-s", "4m", "--force", str(target), "--nolive", *files,
         "--json", "run.json", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
@@ -615,7 +615,7 @@ def test_unusable_stderr_keeps_the_exit_code_of_a_usage_error(
 def test_unusable_stderr_keeps_an_io_error_exit_code(
     small_tmpfs: Path, tmp_path: Path, redirect: str
 ) -> None:
-    args = ("-w", "-b", "64k", "-s", "4m", str(small_tmpfs / "f"), "--nolive")
+    args = ("-w", "-b", "64k", "-s", "4m", "--force", str(small_tmpfs / "f"), "--nolive")
     proc = run(*args, "--json", "run.json", cwd=tmp_path, shell_redirect=redirect)
     assert proc.returncode == 1
     assert proc.stdout.startswith("OPERATION") and "Error" not in proc.stdout

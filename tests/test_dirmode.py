@@ -246,7 +246,9 @@ async def test_first_done_counts_entries_and_blocks_at_the_first_finish(tmp_path
     first_finish = max(end for index, end in engine.ends if index == 0)
     ended = sum(1 for _, end in engine.ends if end <= first_finish)
     assert first.entries == ended and first.ops == 2 * ended and first.bytes == ended * 8192
-    assert 60 + 10 <= first.entries <= 60 + 30
+    # Rank 1 had done some of its files, not all (no tighter window: sleeps overrun on a
+    # busy machine; the exact count is checked above).
+    assert 60 < first.entries < 120
     assert first.elapsed_ns < last.elapsed_ns
     assert [t.entries for t in phase.threads] == [60, 60]
     assert first.entries_per_s == int(first.entries * 1e6 / (first.elapsed_ns // 1000))

@@ -218,7 +218,7 @@ def test_a_missing_file_on_one_rank_ends_the_job_with_its_name(
     proc = mpirun(2, *args, "--json", str(saved), str(tmp_path), timeout=60)
     took = time.monotonic() - started
     assert proc.returncode == 1
-    assert took < 10, took
+    assert took < 45, took  # ends with the error, far from the 60 s a hang would take
     assert f"Error: rank 1 ({HOST}): {gone}: ENOENT" in proc.stderr, proc.stderr  # no offset
     assert proc.stderr.count("Error:") == 1  # one message, from rank 0
     doc = json.loads(saved.read_text())
@@ -257,7 +257,7 @@ def test_sigint_to_one_rank_stops_every_rank(tmp_path: Path) -> None:
         started = time.monotonic()
         out, err = job.communicate(timeout=30)
         took = time.monotonic() - started
-    assert took < 5, took
+    assert took < 25, took  # every rank ended (a hang runs into the 30 s timeout)
     assert job.returncode == 130, err
     assert _ranks_with(label) == {}  # no rank left behind
     assert f"Interrupted by SIGINT on rank 1 ({HOST})" in err

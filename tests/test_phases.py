@@ -78,7 +78,9 @@ async def test_first_done_counts_all_threads_at_the_first_finish(tmp_path: Path)
     ended_by_then = sum(1 for _, end in engine.ends if end <= first_finish)
     assert first.ops == ended_by_then
     assert first.bytes == ended_by_then * 4096
-    assert 100 + 20 <= first.ops <= 100 + 45
+    # Thread 1 had done some of its work, not all (sleeps overrun on a busy machine, so
+    # no tighter window: the exact count is checked above).
+    assert 100 < first.ops < 200
     assert phase.threads[0].ops == 100 and phase.threads[1].ops == 100
     assert phase.threads[0].elapsed_ns == first.elapsed_ns
     assert phase.threads[1].elapsed_ns == last.elapsed_ns

@@ -22,6 +22,7 @@ import uvloop
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.cli import app, main
+from aiobench.config import BenchConfig, build_config
 from aiobench.schema import load_schema
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -405,3 +406,28 @@ def fault_fs(tmp_path: Path) -> Iterator[FaultFs]:
         factory = FaultFs(tmp_path, backing_root)
         stack.callback(factory.close)
         yield factory
+
+
+def make_cfg(paths: list[str], **over: object) -> BenchConfig:
+    """A validated config as the CLI would build it: one 1 MiB write, changed by ``over``."""
+    args: dict[str, object] = dict(
+        paths=paths,
+        write=True,
+        read=False,
+        threads=1,
+        block="1m",
+        size="1m",
+        iodepth=1,
+        direct=False,
+        rand=False,
+        randamount=None,
+        norandalign=False,
+        timelimit=0,
+        label="",
+        nolive=True,
+        json_path=None,
+        seed=1,
+        force=False,
+    )
+    args.update(over)
+    return build_config(**args)  # type: ignore[arg-type]

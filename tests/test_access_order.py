@@ -13,9 +13,8 @@ from aiobench.kinds import READ
 from aiobench.phases import run_phase
 from aiobench.targets import Layout, Slice
 from aiobench.workload import OpStream
-from tests.conftest import RunCli
+from tests.conftest import RunCli, make_cfg
 from tests.test_phases import context
-from tests.test_targets import make_cfg
 from tests.test_workload import stream
 
 

@@ -18,8 +18,8 @@ from aiobench.phases import run_phase
 from aiobench.render.table import render_table
 from aiobench.results import PhaseResult
 from aiobench.worker import Done
+from tests.conftest import make_cfg
 from tests.test_phases import RecordingEngine, context
-from tests.test_targets import make_cfg
 
 DATA = Path(__file__).parent / "data"  # real elbencho 3.1-10 output
 

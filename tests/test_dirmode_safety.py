@@ -22,13 +22,20 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.config import BenchConfig, build_config
+from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryRun
 from aiobench.engine import IoOptions, Job, PosixEngine, SlotBuffer
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.runner import run_benchmark
 from aiobench.targets import DIR, Resolved
-from tests.conftest import RunCli, errors_of, main_as_nobody, mounted_tmpfs, run_tool
+from tests.conftest import (
+    RunCli,
+    errors_of,
+    main_as_nobody,
+    make_cfg,
+    mounted_tmpfs,
+    run_tool,
+)
 
 SYMLINK = "is a symbolic link; aiobench never follows symlinks below PATH"
 VICTIM = b"precious data outside PATH\n"
@@ -115,29 +122,8 @@ def victim_intact(victim: Path) -> None:
 
 
 def dir_cfg(path: Path, **over: Any) -> BenchConfig:
-    args: dict[str, Any] = dict(
-        paths=[str(path)],
-        write=False,
-        read=False,
-        threads=1,
-        block="4k",
-        size="4k",
-        iodepth=1,
-        direct=False,
-        rand=False,
-        randamount=None,
-        norandalign=False,
-        timelimit=0,
-        label="",
-        nolive=True,
-        json_path=None,
-        seed=1,
-        force=False,
-        dirs=1,
-        files=3,
-    )
-    args.update(over)
-    return build_config(**args)
+    args: dict[str, Any] = dict(write=False, block="4k", size="4k", dirs=1, files=3)
+    return make_cfg([str(path)], **(args | over))
 
 
 def run_past_setup(path: Path, **over: Any) -> Doc:

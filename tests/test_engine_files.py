@@ -15,7 +15,7 @@ from aiobench.kinds import READ
 from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
 from aiobench.workload import OpRun
-from tests.test_targets import make_cfg
+from tests.conftest import make_cfg
 
 
 def run(paths: list[Path], **over: object) -> object:

@@ -14,8 +14,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench import config
 from aiobench.errors import ConfigError
 from aiobench.schema import load_schema
-from tests.conftest import RunCli
-from tests.test_targets import make_cfg
+from tests.conftest import RunCli, make_cfg
 
 MIB = 1 << 20
 

@@ -40,9 +40,8 @@ from aiobench.targets import Layout
 from aiobench.units import rate
 from aiobench.worker import PhaseShared, Slot, Stream, run_thread
 from aiobench.workload import OpRun
-from tests.conftest import Ext4Loop, RunCli
+from tests.conftest import Ext4Loop, RunCli, make_cfg
 from tests.test_phases import context
-from tests.test_targets import make_cfg
 
 MIB = 1 << 20
 MS = 1_000_000

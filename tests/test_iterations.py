@@ -37,11 +37,10 @@ from aiobench.runner import run_benchmark
 from aiobench.schema import load_schema
 from aiobench.targets import resolve
 from aiobench.workload import OpRun
-from tests.conftest import errors_of
+from tests.conftest import errors_of, make_cfg
 from tests.conftest import run_aiobench as aiobench
 from tests.test_json_schema import _delete, _set
 from tests.test_render_table import no_latency
-from tests.test_targets import make_cfg
 
 MIB = 1 << 20
 NS_PER_MS = 1_000_000

@@ -32,9 +32,8 @@ from aiobench.results import PhaseResult, TargetTotals, Totals, target_report
 from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout
 from aiobench.workload import OpRun
-from tests.conftest import RunCli
+from tests.conftest import RunCli, make_cfg
 from tests.test_phases import context
-from tests.test_targets import make_cfg
 
 MIB = 1 << 20
 KIB = 1024

@@ -14,7 +14,7 @@ from aiobench.engine import Engine, Job, NullEngine, RawBatch
 from aiobench.kinds import READ
 from aiobench.phases import RunContext, make_executor, run_phase
 from aiobench.targets import Layout
-from tests.test_targets import make_cfg
+from tests.conftest import make_cfg
 
 
 class RecordingEngine(NullEngine):

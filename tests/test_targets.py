@@ -6,35 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.config import BenchConfig, build_config
 from aiobench.errors import ConfigError
 from aiobench.targets import FILE, Layout, Slice, resolve
+from tests.conftest import make_cfg
 
 MIB = 1 << 20
-
-
-def make_cfg(paths: list[str], **over: object) -> BenchConfig:
-    args: dict[str, object] = dict(
-        paths=paths,
-        write=True,
-        read=False,
-        threads=1,
-        block="1m",
-        size="1m",
-        iodepth=1,
-        direct=False,
-        rand=False,
-        randamount=None,
-        norandalign=False,
-        timelimit=0,
-        label="",
-        nolive=True,
-        json_path=None,
-        seed=1,
-        force=False,
-    )
-    args.update(over)
-    return build_config(**args)  # type: ignore[arg-type]
 
 
 def test_three_threads_over_two_ten_block_files() -> None:

@@ -17,7 +17,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from time import perf_counter_ns
@@ -538,13 +538,7 @@ def _metadata(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> 
         tolerated = FileExistsError
     elif job.options.ignore_missing:
         tolerated = FileNotFoundError
-    open_parent = parents.open
-    for index, parent, leaves in run.stretches():
-        dfd = open_parent(index, parent)
-        if dfd < 0:  # --nodelerr: the parent dir is gone, and with it these entries
-            if _count_as_done(batch, leaves, until_ns):
-                return
-            continue
+    for dfd, leaves in _parents(batch, run, parents, until_ns):
         for name in leaves:
             add_start(clock())
             # try/except costs nothing unless raised; contextlib.suppress would, per call.
@@ -569,13 +563,7 @@ def _stat(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None
     tolerated: type[OSError] | tuple[()] = ()
     if job.options.ignore_missing:
         tolerated = FileNotFoundError
-    open_parent = parents.open
-    for index, parent, leaves in run.stretches():
-        dfd = open_parent(index, parent)
-        if dfd < 0:
-            if _count_as_done(batch, leaves, until_ns):
-                return
-            continue
+    for dfd, leaves in _parents(batch, run, parents, until_ns):
         for name in leaves:
             add_start(clock())
             try:
@@ -588,6 +576,19 @@ def _stat(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None
                 raise symlink_error()
             if end > until_ns:
                 return
+
+
+def _parents(
+    batch: RawBatch, run: EntryRun, parents: ParentDirs, until_ns: int
+) -> Iterator[tuple[int, list[str]]]:
+    """(parent dir fd, names in it) of each stretch of the run; a parent that is gone
+    (``missing_ok``, --nodelerr) has its entries counted as done, until the budget ends."""
+    for index, parent, leaves in run.stretches():
+        dfd = parents.open(index, parent)
+        if dfd >= 0:
+            yield dfd, leaves
+        elif _count_as_done(batch, leaves, until_ns):
+            return
 
 
 def _count_as_done(batch: RawBatch, leaves: list[str], until_ns: int) -> bool:
@@ -620,10 +621,9 @@ def _files(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> Non
         next_block = job.buf.next_block
     elif blocks:
         views = {length: _read_view(job.buf, length) for _, length in (blocks[0], blocks[-1])}
-    open_, close, open_parent = os.open, os.close, parents.open
+    open_, close = os.open, os.close
     if not blocks:  # -s 0: create (or open) and close, the classic metadata rate
-        for index, parent, leaves in run.stretches():
-            dfd = open_parent(index, parent)
+        for dfd, leaves in _parents(batch, run, parents, until_ns):
             for name in leaves:
                 add_start(clock())
                 close(open_(name, flags, FILE_MODE, dir_fd=dfd))
@@ -631,8 +631,7 @@ def _files(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> Non
                 if end > until_ns:
                     return
         return
-    for index, parent, leaves in run.stretches():
-        dfd = open_parent(index, parent)
+    for dfd, leaves in _parents(batch, run, parents, until_ns):
         for name in leaves:
             add_start(clock())
             fd = open_(name, flags, FILE_MODE, dir_fd=dfd)

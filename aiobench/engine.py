@@ -24,6 +24,7 @@ from time import perf_counter_ns
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from aiobench.dirmode import EntryRun
 from aiobench.errors import BenchIOError, VerifyError
@@ -54,21 +55,59 @@ DIR_MODE = 0o777
 FILE_MODE = 0o666
 
 
+Int64Array = npt.NDArray[np.int64]
+
+
+def _none() -> Int64Array:
+    return np.empty(0, dtype=np.int64)
+
+
 @dataclass(slots=True)
 class RawBatch:
     """What one executor round-trip did: start/end instants of each completed unit.
 
     A unit is one I/O operation in file mode and one entry (dir or whole file) in dir
-    mode, where ``io_starts``/``io_ends`` also time each block read or written.
+    mode, where ``io_starts``/``io_ends`` also time each block read or written. The
+    instants are int64 arrays (``perf_counter_ns``/``CLOCK_MONOTONIC``).
     """
 
-    starts: list[int]
-    ends: list[int]
-    io_starts: list[int] = field(default_factory=list)
-    io_ends: list[int] = field(default_factory=list)
+    starts: Int64Array
+    ends: Int64Array
+    io_starts: Int64Array = field(default_factory=_none)
+    io_ends: Int64Array = field(default_factory=_none)
     error: BenchIOError | None = None
     # Under a rate limit: when each completed operation was scheduled to start.
-    intended: list[int] = field(default_factory=list)
+    intended: Int64Array = field(default_factory=_none)
+
+
+class _Lists:
+    """The Python engine's record of a run, appended to per unit; :meth:`batch` turns it
+    into the arrays of a :class:`RawBatch`."""
+
+    __slots__ = ("starts", "ends", "io_starts", "io_ends", "intended", "error")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.io_starts: list[int] = []
+        self.io_ends: list[int] = []
+        self.intended: list[int] = []
+        self.error: BenchIOError | None = None
+
+    def batch(self) -> RawBatch:
+        return RawBatch(
+            _int64(self.starts),
+            _int64(self.ends),
+            _int64(self.io_starts),
+            _int64(self.io_ends),
+            self.error,
+            _int64(self.intended),
+        )
+
+
+def _int64(values: list[int]) -> Int64Array:
+    # fromiter with a known count: ~40 % cheaper per element than np.array on a list.
+    return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +249,7 @@ class PosixEngine:
         if isinstance(job.ops, EntryRun):
             return _run_entries(job, job.ops)
         ops = job.ops
-        batch = RawBatch([], [])
+        batch = _Lists()
         try:
             opts = job.options
             if ops.mix is not None:
@@ -242,10 +281,10 @@ class PosixEngine:
             index = ops.path_index
             path_i = index if isinstance(index, int) else index[done]
             batch.error = BenchIOError.from_os(job.paths[path_i], ops.offsets[done], exc)
-        return batch
+        return batch.batch()
 
     @staticmethod
-    def _read(batch: RawBatch, job: Job, ops: OpRun) -> None:
+    def _read(batch: _Lists, job: Job, ops: OpRun) -> None:
         # The hot loop: locals only, two clock reads, one syscall and two compares per
         # operation.
         preadv, clock = os.preadv, perf_counter_ns
@@ -275,7 +314,7 @@ class PosixEngine:
                     return
 
     @staticmethod
-    def _write(batch: RawBatch, job: Job, ops: OpRun) -> None:
+    def _write(batch: _Lists, job: Job, ops: OpRun) -> None:
         pwritev, clock = os.pwritev, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
         until_ns, length, index = job.until_ns, ops.length, ops.path_index
@@ -319,7 +358,7 @@ class _Mismatch(Exception):
         self.mismatch = mismatch
 
 
-def _verified(batch: RawBatch, job: Job, ops: OpRun, salt: int) -> None:
+def _verified(batch: _Lists, job: Job, ops: OpRun, salt: int) -> None:
     """--verify: write the pattern, or read and check it; one timed syscall per block.
 
     Building and checking the pattern is untimed, and so is --verifydirect's read back. A
@@ -350,7 +389,7 @@ def _verified(batch: RawBatch, job: Job, ops: OpRun, salt: int) -> None:
             return
 
 
-def _paced(batch: RawBatch, job: Job, ops: OpRun, rate: int) -> None:
+def _paced(batch: _Lists, job: Job, ops: OpRun, rate: int) -> None:
     """--limitread/--limitwrite: each operation waits for its scheduled start.
 
     Operation n of a thread is due ``n * block / rate`` after the phase start; one that is
@@ -384,7 +423,7 @@ def _paced(batch: RawBatch, job: Job, ops: OpRun, rate: int) -> None:
             return
 
 
-def _mixed(batch: RawBatch, job: Job, ops: OpRun, mix: RwMix) -> None:
+def _mixed(batch: _Lists, job: Job, ops: OpRun, mix: RwMix) -> None:
     """--rwmixpct: a write phase whose operations ``mix`` marks as reads are reads.
 
     Reads land in the slot's read memory, writes take the next stamped window; one timed
@@ -412,7 +451,7 @@ def _mixed(batch: RawBatch, job: Job, ops: OpRun, mix: RwMix) -> None:
             return
 
 
-def _write_varied(batch: RawBatch, job: Job, ops: OpRun, pct: int) -> None:
+def _write_varied(batch: _Lists, job: Job, ops: OpRun, pct: int) -> None:
     """--blockvarpct: one block, its first ``pct`` % refilled with random data (untimed)
     before each write; 0 writes the same block every time."""
     buf = job.buf
@@ -451,7 +490,7 @@ def _run_entries(job: Job, run: EntryRun) -> RawBatch:
     Every call is relative to the entry's parent dir, reached without following a symlink
     (:class:`~aiobench.nofollow.ParentDirs`), on the entry's last name component only.
     """
-    batch = RawBatch([], [])
+    batch = _Lists()
     # With --nodelerr a parent dir that is gone takes its entries with it: done already.
     missing_ok = job.options.ignore_missing and job.kind in (STAT, RMFILES, RMDIRS)
     parents = ParentDirs(job.fds, missing_ok=missing_ok)
@@ -476,11 +515,11 @@ def _run_entries(job: Job, run: EntryRun) -> RawBatch:
         batch.error = _entry_error(batch, job, run, cause.errno or 0, cause.strerror or "")
     finally:
         parents.close()
-    return batch
+    return batch.batch()
 
 
 def _entry_error(
-    batch: RawBatch,
+    batch: _Lists,
     job: Job,
     run: EntryRun,
     errno_: int,
@@ -515,7 +554,7 @@ class _BlockError(Exception):
         self.offset = offset
 
 
-def _metadata(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None:
+def _metadata(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
     # Not aiofiles: aiofiles.os.stat awaits one executor round-trip per call. Measured on
     # the 2-core reference VM (ext4, 20,000 cached files): 11 k stats/s against 280 k/s
     # for a plain os.stat loop (0.04x). A run of calls per round-trip, as here, keeps up.
@@ -556,7 +595,7 @@ def _metadata(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> 
 _FILE_TYPE = 0o170000
 
 
-def _stat(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None:
+def _stat(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
     clock, until_ns = perf_counter_ns, job.until_ns
     add_start, add_end = batch.starts.append, batch.ends.append
     lstat, file_type, link = os.stat, _FILE_TYPE, stat.S_IFLNK
@@ -579,7 +618,7 @@ def _stat(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None
 
 
 def _parents(
-    batch: RawBatch, run: EntryRun, parents: ParentDirs, until_ns: int
+    batch: _Lists, run: EntryRun, parents: ParentDirs, until_ns: int
 ) -> Iterator[tuple[int, list[str]]]:
     """(parent dir fd, names in it) of each stretch of the run; a parent that is gone
     (``missing_ok``, --nodelerr) has its entries counted as done, until the budget ends."""
@@ -591,7 +630,7 @@ def _parents(
             return
 
 
-def _count_as_done(batch: RawBatch, leaves: list[str], until_ns: int) -> bool:
+def _count_as_done(batch: _Lists, leaves: list[str], until_ns: int) -> bool:
     """Record ``leaves`` as done at once; whether the run's budget is used up."""
     for _ in leaves:
         now = perf_counter_ns()
@@ -602,7 +641,7 @@ def _count_as_done(batch: RawBatch, leaves: list[str], until_ns: int) -> bool:
     return False
 
 
-def _files(batch: RawBatch, job: Job, run: EntryRun, parents: ParentDirs) -> None:
+def _files(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
     clock, until_ns = perf_counter_ns, job.until_ns
     deadline = job.deadline_ns or 1 << 62
     stopped = job.stop.is_set if job.stop is not None else (lambda: False)
@@ -672,7 +711,7 @@ class NullEngine:
 
     def run(self, job: Job) -> RawBatch:
         ops, until_ns = job.ops, job.until_ns
-        batch = RawBatch([], [])
+        batch = _Lists()
         index = ops.path_index
         blocks = ops.blocks_per_entry if isinstance(ops, EntryRun) else 0
         for n in range(len(ops)):
@@ -687,4 +726,4 @@ class NullEngine:
             batch.ends.append(end)
             if end > until_ns:
                 break
-        return batch
+        return batch.batch()

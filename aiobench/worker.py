@@ -165,11 +165,11 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
     finally:
         with shared.lock:
             shared.inflight -= 1
-    ends, io_ends = _int64(raw.ends), _int64(raw.io_ends)
-    unit_latency = ends - _int64(raw.starts)
+    ends, io_ends = raw.ends, raw.io_ends
+    unit_latency = ends - raw.starts
     io_latency = None
     if isinstance(run, EntryRun):
-        io_latency = io_ends - _int64(raw.io_starts)
+        io_latency = io_ends - raw.io_starts
         slot.entry_recorder.add(unit_latency)
         slot.recorder.add(io_latency)
     elif isinstance(run, OpRun) and run.mix is not None:
@@ -178,14 +178,9 @@ def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOEr
         slot.recorder.add(unit_latency[~reads])
     else:
         slot.recorder.add(unit_latency)
-        if raw.intended:
-            slot.sched_recorder.add(ends - _int64(raw.intended))
+        if raw.intended.size:
+            slot.sched_recorder.add(ends - raw.intended)
     return Done(run, ends, io_ends, unit_latency, io_latency), raw.error
-
-
-def _int64(values: list[int]) -> Int64Array:
-    # fromiter with a known count: ~40 % cheaper per element than np.array on a list.
-    return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
 def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:

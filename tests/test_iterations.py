@@ -24,6 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
@@ -362,7 +363,7 @@ class FailingEngine(NullEngine):
         assert isinstance(job.ops, OpRun)
         if self.marks.note([]) == self.fail_at:
             error = BenchIOError(path=job.paths[0], offset=job.ops.offsets[0], errno=errno.EIO)
-            return RawBatch([], [], error=error)
+            return RawBatch(np.empty(0, np.int64), np.empty(0, np.int64), error=error)
         return super().run(job)
 
 

@@ -30,6 +30,7 @@ from aiobench.dirmode import EntryRun
 from aiobench.errors import BenchIOError, VerifyError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.nofollow import ParentDirs, WalkError, explain, reuse_dir, symlink_error
+from aiobench.posix import FILE_MODE, PosixTargets
 from aiobench.verify import Mismatch, check, pattern
 from aiobench.workload import OpRun, RwMix
 
@@ -50,9 +51,6 @@ POOL_SLACK = 256 * 1024
 # word each); it gets as many windows as a 4 KiB block, so its content comes back after as
 # many writes as before, from a pool of 65 blocks instead of 260 KiB.
 POOL_WINDOWS = 1 + POOL_SLACK // STAMP_SPACING
-# Mode of the dirs and files dir mode creates (less the umask), as mkdir(1) and touch(1).
-DIR_MODE = 0o777
-FILE_MODE = 0o666
 
 
 Int64Array = npt.NDArray[np.int64]
@@ -84,7 +82,7 @@ class _Lists:
     """The Python engine's record of a run, appended to per unit; :meth:`batch` turns it
     into the arrays of a :class:`RawBatch`."""
 
-    __slots__ = ("starts", "ends", "io_starts", "io_ends", "intended", "error")
+    __slots__ = ("ends", "error", "intended", "io_ends", "io_starts", "starts")
 
     def __init__(self) -> None:
         self.starts: list[int] = []
@@ -237,13 +235,45 @@ def _round_up(value: int, multiple: int) -> int:
 
 
 class Engine(Protocol):
-    """Runs a job's operations in order until all are done or one ends after ``until_ns``."""
+    """The backend seam, as fio's ``ioengine_ops``: an engine makes every syscall on its
+    targets. The harness hands it whole runs of operations (:class:`Job`) and untimed
+    chores (preparing files, rank dirs, sync); it never prints."""
 
-    def run(self, job: Job) -> RawBatch: ...
+    name: str
+
+    def run(self, job: Job) -> RawBatch:
+        """Run the job's operations in order until all are done or one ends after
+        ``until_ns``; called in an executor thread."""
+        ...
+
+    def prepare_files(
+        self,
+        fds: Sequence[int],
+        paths: Sequence[str],
+        sizes: Sequence[int],
+        *,
+        trunc: bool,
+        trunctosize: bool,
+        prealloc: bool,
+    ) -> BenchIOError | None: ...
+
+    def rank_dirs(
+        self,
+        fds: Sequence[int],
+        paths: Sequence[str],
+        dirs: Sequence[tuple[int, str]],
+        *,
+        remove: bool,
+        missing_ok: bool,
+    ) -> BenchIOError | None: ...
+
+    def sync(self, fds: Sequence[int], paths: Sequence[str]) -> None: ...
 
 
-class PosixEngine:
-    """Real I/O: one syscall per operation, timed around the syscall only."""
+class PosixEngine(PosixTargets):
+    """Real I/O from Python: one syscall per operation, timed around the syscall only."""
+
+    name = "python"
 
     def run(self, job: Job) -> RawBatch:
         if isinstance(job.ops, EntryRun):
@@ -700,11 +730,14 @@ def _files(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
                 return
 
 
-class NullEngine:
-    """No I/O: each unit sleeps ``delay_ns(path_index)`` (0 = returns at once).
+class NullEngine(PosixTargets):
+    """No timed I/O (the chores are real): each unit sleeps ``delay_ns(path_index)``
+    (0 = returns at once).
 
     In dir mode a file's blocks are recorded as instant operations at the file's end.
     """
+
+    name = "null"
 
     def __init__(self, delay_ns: Callable[[int], int] | None = None) -> None:
         self.delay_ns = delay_ns or (lambda _index: 0)

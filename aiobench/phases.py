@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import os
 import threading
@@ -17,13 +16,11 @@ import numpy as np
 from aiobench import interrupts
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryStream
-from aiobench.engine import DIR_MODE, Engine, IoOptions, SlotBuffer
-from aiobench.errors import BenchIOError
+from aiobench.engine import Engine, IoOptions, SlotBuffer
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, phase_name
 from aiobench.memory import slots_with_work
 from aiobench.mpi import World
-from aiobench.nofollow import explain, reuse_dir
 from aiobench.results import (
     IntervalStats,
     PhaseResult,
@@ -218,24 +215,15 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
         return
     if kind == RMDIRS and (shared.stop.is_set() or shared.error is not None):
         return  # the dirs inside may still be there
-    # As in the phases: an existing dir is reused (a real dir only, never a symlink); with
-    # --nodelerr a missing one is fine. Names are one component, made relative to the PATH.
-    missing_ok = kind == RMDIRS and ctx.cfg.nodelerr
-    index, name = 0, ""
-    try:
-        for index, name in layout.rank_dirs(ctx.ids):
-            if kind == MKDIRS:
-                try:
-                    os.mkdir(name, DIR_MODE, dir_fd=ctx.fds[index])
-                except FileExistsError:
-                    reuse_dir(name, ctx.fds[index])
-            else:
-                with contextlib.suppress(*((FileNotFoundError,) if missing_ok else ())):
-                    os.rmdir(name, dir_fd=ctx.fds[index])
-    except OSError as exc:
-        cause = explain(exc, name, ctx.fds[index])  # rmdir of a symlink: ENOTDIR
-        path = os.path.join(ctx.paths[index], name)
-        shared.fail(BenchIOError.from_os(path, None, cause))
+    error = ctx.engine.rank_dirs(
+        ctx.fds,
+        ctx.paths,
+        layout.rank_dirs(ctx.ids),
+        remove=kind == RMDIRS,
+        missing_ok=kind == RMDIRS and ctx.cfg.nodelerr,
+    )
+    if error is not None:
+        shared.fail(error)
 
 
 def _rate_limit(cfg: BenchConfig, layout: Layout | DirLayout, kind: str) -> int:
@@ -250,20 +238,16 @@ def _prepare_files(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
     cfg, layout = ctx.cfg, ctx.layout
     if kind != WRITE or not isinstance(layout, Layout) or not cfg.file_size_options():
         return
-    for fd, path, size in zip(ctx.fds, ctx.paths, layout.sizes, strict=True):
-        step = "ftruncate"
-        try:
-            if cfg.trunc:
-                os.ftruncate(fd, 0)
-            if cfg.trunctosize:
-                os.ftruncate(fd, size)
-            if cfg.preallocfile:
-                step = "posix_fallocate"
-                os.posix_fallocate(fd, 0, size)
-        except OSError as exc:
-            detail = f"{step}: {exc.strerror or os.strerror(exc.errno or 0)}"
-            shared.fail(BenchIOError(path=path, offset=0, errno=exc.errno or 0, detail=detail))
-            return
+    error = ctx.engine.prepare_files(
+        ctx.fds,
+        ctx.paths,
+        layout.sizes,
+        trunc=cfg.trunc,
+        trunctosize=cfg.trunctosize,
+        prealloc=cfg.preallocfile,
+    )
+    if error is not None:
+        shared.fail(error)
 
 
 async def run_phase(

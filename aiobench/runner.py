@@ -205,7 +205,9 @@ def run_benchmark(
             ctx.check_signal()
             if world is not None:
                 world.barrier()
-            if not report(*await run_housekeeping(kind, opened.fds, cfg.paths), iteration):
+            if not report(
+                *await run_housekeeping(kind, ctx.engine, opened.fds, cfg.paths), iteration
+            ):
                 return False
         return True
 

@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from aiobench import __version__, interrupts, streams
+from aiobench import __version__, interrupts, ioengines, streams
 from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig, build_config
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.memory import check_memory
@@ -313,6 +313,16 @@ def bench(
             "instead of a share of it.",
         ),
     ] = False,
+    ioengine: Annotated[
+        str | None,
+        typer.Option(
+            "--ioengine",
+            metavar="native|python",
+            help="How operations are issued: native (C, the default where it was built) "
+            "or python (the reference engine).",
+            show_default=False,
+        ),
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -377,6 +387,7 @@ def bench(
         force=force,
         mpi=mpi,
         nosvcshare=nosvcshare,
+        ioengine=ioengine,
         argv=("aiobench", *sys.argv[1:]),
     )
     world = World.connect(shared=not cfg.nosvcshare) if mpi_wanted(cfg.mpi) else None
@@ -393,8 +404,10 @@ def bench(
         binding = binding_note() if world is not None else None
         for note in (*resolved.notes, *([binding] if binding else [])):
             print(f"Note: {printable(note)}.", file=sys.stderr)
+        if cfg.ioengine_fallback:
+            print(f"Note: {ioengines.FALLBACK_NOTE}.", file=sys.stderr)
         small = resolved.path_type == DIR or resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK
-        if cfg.slots > 1 and small:
+        if cfg.ioengine == ioengines.PYTHON and cfg.slots > 1 and small:
             print(
                 f"Note: {cfg.slots} slots share one Python interpreter; for small blocks and "
                 "metadata calls, waiting for its lock adds to measured latency (use MPI "

@@ -7,6 +7,7 @@ import resource
 import secrets
 from dataclasses import asdict, dataclass
 
+from aiobench import ioengines
 from aiobench.errors import ConfigError
 from aiobench.units import NS_PER_S, bracket_count, expand_brackets, parse_size
 
@@ -94,6 +95,9 @@ class BenchConfig:
     force: bool
     mpi: bool = False  # run as an MPI rank even if no launcher is seen
     nosvcshare: bool = False  # under MPI: each rank works on the whole dataset
+    ioengine: str = "python"  # --ioengine, resolved: "native" or "python"
+    # No --ioengine, and the native engine is not built here: the run says so.
+    ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
 
     @property
@@ -202,6 +206,7 @@ def build_config(
     force: bool,
     mpi: bool = False,
     nosvcshare: bool = False,
+    ioengine: str | None = None,
     argv: tuple[str, ...] = (),
     mkdirs: bool = False,
     stat: bool = False,
@@ -325,15 +330,12 @@ def build_config(
         limits[name] = 0 if given is None else parse_size(given, name)
         if given is not None and limits[name] == 0:
             raise ConfigError(f"{name}: must be greater than 0 bytes per second")
-        if limits[name] and (verify is not None or blockvarpct is not None):
-            raise ConfigError(f"{name}: cannot be combined with --verify or --blockvarpct yet")
     if rwmixpct is not None:
         _check_rwmix(
             rwmixpct,
             write=write,
             refused=[
                 ("--verify", verify is not None),
-                ("--blockvarpct", blockvarpct is not None),
                 ("--limitread", bool(limits["--limitread"])),
                 ("--limitwrite", bool(limits["--limitwrite"])),
                 ("--trunc", trunc),
@@ -419,6 +421,8 @@ def build_config(
         force=force,
         mpi=mpi,
         nosvcshare=nosvcshare,
+        ioengine=ioengines.checked(ioengine),
+        ioengine_fallback=ioengine is None and ioengines.checked(None) == ioengines.PYTHON,
         argv=argv,
     )
 
@@ -466,13 +470,16 @@ def _check_rwmix(pct: int, *, write: bool, refused: list[tuple[str, bool]]) -> N
         raise ConfigError(f"--rwmixpct: must be between 0 and 100 (got {pct})")
     if not write:
         raise ConfigError("--rwmixpct: only applies with -w/--write (it mixes reads into it)")
+    pacing = "one thread's reads and writes share one schedule; elbencho paces them apart"
     reasons = {
         "--verify": "a mixed phase neither writes nor checks the whole pattern",
         "--trunc": "it would empty the files the reads need",
+        "--limitread": pacing,
+        "--limitwrite": pacing,
     }
     for name, given in refused:
         if given:
-            why = reasons.get(name, "not supported yet")
+            why = reasons[name]
             raise ConfigError(f"--rwmixpct: cannot be combined with {name} ({why})")
 
 

@@ -7,7 +7,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from time import perf_counter_ns, process_time_ns
 
 import anyio
@@ -34,7 +34,7 @@ from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout, Slice
 from aiobench.timeline import CounterTimeline
 from aiobench.units import rate
-from aiobench.worker import PhaseShared, Slot, Stream, run_thread
+from aiobench.worker import PhaseShared, Slot, StartGate, Stream, first_run, run_thread
 from aiobench.workload import OpStream, RwMix, ops_per_thread
 
 # While an interval has ended but a run handed over before its end is still out, the
@@ -255,6 +255,7 @@ async def run_phase(
 ) -> tuple[PhaseResult, PhaseShared]:
     """Run one phase of ``kind`` over all threads and summarise it."""
     cfg = ctx.cfg
+    setup_ns = perf_counter_ns()
     name = phase_name(kind, _rwmix_pct(cfg, kind))
     streams = _streams(ctx, kind, phase_index)
     slots = _slots(ctx, kind, phase_index, streams)
@@ -278,7 +279,7 @@ async def run_phase(
     cpu: dict[str, CpuSample] = {}
 
     async def thread(local: int) -> None:
-        end = await run_thread(shared, streams[local], slots[local])
+        end = await run_thread(shared, streams[local], slots[local], gate)
         finished[local] = end
         if streams[local].total_ops == 0:
             return  # a thread without work (shared dirs) neither finishes first nor last
@@ -290,34 +291,32 @@ async def run_phase(
     if kind == MKDIRS:
         _rank_dirs(ctx, kind, shared)
     _prepare_files(ctx, kind, shared)
+    # Every slot's first run is taken now and handed to its thread, which waits at the
+    # gate: the clock starts once all of them are ready.
+    ready = sum(
+        first_run(stream, slot, len(rank_slots))
+        for stream, rank_slots in zip(streams, slots, strict=True)
+        for slot in rank_slots
+    )
+    gate = StartGate(ready)
     if ctx.world is not None:
         ctx.world.listen()
-        ctx.world.barrier()  # the common start of all ranks (their setup is done)
     try:
         ctx.check_signal()  # (the buffers are closed below)
-        wall_start = datetime.datetime.now(datetime.timezone.utc)
-        ctx.observer.phase_started(name, wall_start)
-        shared.start_ns = perf_counter_ns()
-        cpu["start"] = CpuSample(shared.start_ns, process_time_ns())
-        series = shared.series = IntervalSeries(
-            start_ns=shared.start_ns,
-            interval_ns=ctx.live_interval_ns,
-            planned_units=sum(stream.total_ops for stream in streams),
-            dir_mode=isinstance(ctx.layout, DirLayout),
-            cpus=ctx.cpus,
-        )
-        series.sample_cpu(0, cpu["start"])
-        if ctx.world is not None:
-            shared.timeline = CounterTimeline(shared.start_ns)
-        if cfg.timelimit_s:
-            shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
-        if cfg.infloop:
-            series.endless_until_ns = shared.deadline_ns
         async with anyio.create_task_group() as watcher:
-            watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
             async with anyio.create_task_group() as group:
-                for local in range(len(streams)):
-                    group.start_soon(thread, local)
+                try:
+                    for local in range(len(streams)):
+                        group.start_soon(thread, local)
+                    await gate.all_arrived()
+                    if ctx.world is not None:
+                        ctx.world.barrier()  # the common start of all ranks (all are ready)
+                    wall_start, series = _start(ctx, name, shared, streams, cpu)
+                finally:
+                    if shared.start_ns == 0:
+                        shared.stop.set()  # nothing was started: the waiting runs do nothing
+                    gate.open()
+                watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
             watcher.cancel_scope.cancel()
         if ctx.world is not None:
             ctx.world.poll(ctx.stop)  # a stop here after the watcher's last look
@@ -329,11 +328,42 @@ async def run_phase(
         ctx.observer.interval(name, record)
     ctx.observer.phase_ended(name)
     result = _summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
+    result = replace(result, startup_ns=shared.start_ns - setup_ns)
     if kind == RMDIRS:
         if ctx.world is not None:
             ctx.world.barrier()  # shared dirs inside r0 may still be in other ranks' hands
         _rank_dirs(ctx, kind, shared)
     return result, shared
+
+
+def _start(
+    ctx: RunContext,
+    name: str,
+    shared: PhaseShared,
+    streams: Sequence[Stream],
+    cpu: dict[str, CpuSample],
+) -> tuple[datetime.datetime, IntervalSeries]:
+    """The phase's common start: the clock, the interval series, the time limit."""
+    cfg = ctx.cfg
+    wall_start = datetime.datetime.now(datetime.timezone.utc)
+    ctx.observer.phase_started(name, wall_start)
+    shared.start_ns = perf_counter_ns()
+    cpu["start"] = CpuSample(shared.start_ns, process_time_ns())
+    series = shared.series = IntervalSeries(
+        start_ns=shared.start_ns,
+        interval_ns=ctx.live_interval_ns,
+        planned_units=sum(stream.total_ops for stream in streams),
+        dir_mode=isinstance(ctx.layout, DirLayout),
+        cpus=ctx.cpus,
+    )
+    series.sample_cpu(0, cpu["start"])
+    if ctx.world is not None:
+        shared.timeline = CounterTimeline(shared.start_ns)
+    if cfg.timelimit_s:
+        shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
+    if cfg.infloop:
+        series.endless_until_ns = shared.deadline_ns
+    return wall_start, series
 
 
 def _cpu_now() -> CpuSample:

@@ -228,6 +228,8 @@ class PhaseResult:
     read_latency: LatencySummary | None = None
     write_latency: LatencySummary | None = None
     peak_inflight_ops: int
+    # The untimed setup before the common start (buffers, first runs handed over).
+    startup_ns: int = 0
     threads: tuple[ThreadTotals, ...]
     targets: tuple[TargetTotals, ...] = ()
     intervals: tuple[IntervalStats, ...] = ()

@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import anyio
 
-from aiobench import __version__, interrupts
+from aiobench import __version__, interrupts, ioengines
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
-from aiobench.engine import Engine, PosixEngine
+from aiobench.engine import Engine
 from aiobench.errors import EXIT_IO_ERROR, BenchIOError, ConfigError
 from aiobench.housekeeping import run_housekeeping
 from aiobench.kinds import DROPCACHE, MKDIRS, READ, RMDIRS, RMFILES, STAT, SYNC, WRITE
@@ -81,6 +81,7 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
         "kernel": platform.release(),
         "python": platform.python_version(),
         "event_loop": loop_name,
+        "ioengine": cfg.ioengine,
         "live_interval_ms": cfg.live_interval_ms,
         "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="milliseconds"
@@ -147,7 +148,9 @@ def run_benchmark(
     this; rank 0's result holds the merged phases, the others' only the outcome.
     """
     loop_name = event_loop_name(world)
+    engine = engine or ioengines.make(cfg.ioengine)
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
+    result.meta["ioengine"] = engine.name
     opened = _open(cfg, resolved, world)
     stop = threading.Event()
     try:
@@ -161,7 +164,7 @@ def run_benchmark(
         layout=resolved.layout,
         paths=cfg.paths,
         fds=opened.fds,
-        engine=engine or PosixEngine(),
+        engine=engine,
         executor=executor,
         stop=stop,
         observer=observer if world is None else _PhaseEvents(observer),

@@ -252,6 +252,7 @@ def _phase(d: dict[str, Any], iterations: int) -> PhaseResult:
         read_latency=_optional_latency(latency, "read"),
         write_latency=_optional_latency(latency, "write"),
         peak_inflight_ops=d["peak_inflight_ops"],
+        startup_ns=d.get("startup_ns", 0),
         threads=tuple(
             ThreadTotals(
                 rank=t["rank"],

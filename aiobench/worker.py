@@ -36,12 +36,47 @@ MAX_BATCH_OPS = 65_536
 # Operations handed over for the first run, before the pace is known; what the budget
 # leaves undone stays with the slot for its next run.
 _FIRST_RUN = 256
+_NONE: Int64Array = np.empty(0, dtype=np.int64)
 # Runs a slot keeps until the first-done instant is known: the instant is published a few
 # event-loop turns after it happened, and a slot completes at most one run per turn.
 _RING = 8
 
 Stream = OpStream | EntryStream
 Run = OpRun | EntryRun
+
+
+class StartGate:
+    """The common start of a phase: every slot's first run waits here, in its executor
+    thread, until all of them are waiting and the clock has started.
+
+    So thread start-up, first-run hand-over and the event loop's ramp-up over many slots
+    happen before the clock, not inside the timed phase (at ``-t 1024`` the last slots
+    started long after the first had finished otherwise).
+    """
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self._arrived = 0
+        self._lock = threading.Lock()
+        self._loop = asyncio.get_running_loop()
+        self._all_arrived = asyncio.Event()
+        self._open = threading.Event()
+        if expected == 0:
+            self._all_arrived.set()
+
+    def arrive(self) -> None:
+        """In an executor thread: wait for the start (returns at once once open)."""
+        with self._lock:
+            self._arrived += 1
+            if self._arrived == self.expected:
+                self._loop.call_soon_threadsafe(self._all_arrived.set)
+        self._open.wait()
+
+    async def all_arrived(self) -> None:
+        await self._all_arrived.wait()
+
+    def open(self) -> None:
+        self._open.set()
 
 
 @dataclass(slots=True)
@@ -140,8 +175,17 @@ class Slot:
         return self.totals
 
 
-def _execute(shared: PhaseShared, slot: Slot, run: Run) -> tuple[Done, BenchIOError | None]:
-    """Runs in an executor thread: the I/O, then latency folding (outside the timed part)."""
+def _execute(
+    shared: PhaseShared, slot: Slot, run: Run, gate: StartGate | None
+) -> tuple[Done, BenchIOError | None]:
+    """Runs in an executor thread: the I/O, then latency folding (outside the timed part).
+
+    A slot's first run waits at the phase's ``gate`` first; one that finds the phase
+    stopped by then does nothing."""
+    if gate is not None:
+        gate.arrive()
+        if shared.stop.is_set():
+            return Done(run, _NONE, _NONE, _NONE, None), None
     with shared.lock:
         shared.inflight += 1
         shared.peak_inflight = max(shared.peak_inflight, shared.inflight)
@@ -209,19 +253,35 @@ def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
         slot.ring.clear()
 
 
-async def _run_slot(shared: PhaseShared, stream: Stream, slot: Slot, siblings: int) -> None:
+def _take(stream: Stream, slot: Slot, siblings: int) -> Run | None:
+    # At most a fair share of what is left, so the thread's slots stay busy together to
+    # the end instead of one slot finishing a long run alone.
+    return stream.take(min(slot.batch_ops, -(-stream.remaining // siblings)))
+
+
+def first_run(stream: Stream, slot: Slot, siblings: int) -> bool:
+    """Before the clock: hand the slot its first run; whether there was one."""
+    slot.pending = _take(stream, slot, siblings)
+    return slot.pending is not None
+
+
+async def _run_slot(
+    shared: PhaseShared, stream: Stream, slot: Slot, siblings: int, gate: StartGate
+) -> None:
     loop = asyncio.get_running_loop()
-    while not shared.stop.is_set():
+    first: StartGate | None = gate if slot.pending is not None else None
+    while first is not None or not shared.stop.is_set():
         if shared.deadline_ns and perf_counter_ns() >= shared.deadline_ns:
             return
-        # At most a fair share of what is left, so the thread's slots stay busy together
-        # to the end instead of one slot finishing a long run alone.
-        run = slot.pending or stream.take(min(slot.batch_ops, -(-stream.remaining // siblings)))
+        run = slot.pending or _take(stream, slot, siblings)
         slot.pending = None
         if run is None:
             return
         slot.busy_since_ns = perf_counter_ns()
-        done, error = await loop.run_in_executor(shared.executor, _execute, shared, slot, run)
+        done, error = await loop.run_in_executor(
+            shared.executor, _execute, shared, slot, run, first
+        )
+        first = None
         _account(shared, slot, done)
         slot.busy_since_ns = 0
         if error is not None:
@@ -236,10 +296,15 @@ async def _run_slot(shared: PhaseShared, stream: Stream, slot: Slot, siblings: i
             slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * TARGET_BATCH_NS / op_ns)))
 
 
-async def run_thread(shared: PhaseShared, stream: Stream, slots: list[Slot]) -> int:
-    """Run one thread rank's slots to completion; return the instant its last op ended."""
+async def run_thread(
+    shared: PhaseShared, stream: Stream, slots: list[Slot], gate: StartGate
+) -> int:
+    """Run one thread rank's slots to completion; return the instant its last op ended.
+
+    Each slot holding its first run (:func:`first_run`) hands it over at once; it starts
+    when ``gate`` opens."""
     async with anyio.create_task_group() as group:
         for slot in slots:
-            group.start_soon(_run_slot, shared, stream, slot, len(slots))
+            group.start_soon(_run_slot, shared, stream, slot, len(slots), gate)
     finished = max(slot.last_end_ns for slot in slots)
     return finished if finished else shared.start_ns

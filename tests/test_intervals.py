@@ -38,7 +38,7 @@ from aiobench.results import IntervalStats, PhaseResult, Progress
 from aiobench.stats import Int64Array
 from aiobench.targets import Layout
 from aiobench.units import rate
-from aiobench.worker import PhaseShared, Slot, Stream, run_thread
+from aiobench.worker import PhaseShared, Slot, StartGate, Stream, run_thread
 from aiobench.workload import OpRun
 from tests.conftest import Ext4Loop, RunCli, make_cfg
 from tests.test_phases import context
@@ -437,8 +437,10 @@ async def test_last_interval_is_cut_at_last_done_even_when_the_loop_is_late(
     # instant must not be recorded, and the last one is still cut at that instant.
     real = run_thread
 
-    async def late(shared: PhaseShared, stream: Stream, slots: list[Slot]) -> int:
-        end = await real(shared, stream, slots)
+    async def late(
+        shared: PhaseShared, stream: Stream, slots: list[Slot], gate: StartGate
+    ) -> int:
+        end = await real(shared, stream, slots, gate)
         await anyio.sleep(0.1)
         return end
 

@@ -14,6 +14,7 @@ from aiobench.engine import Engine, Job, NullEngine, RawBatch
 from aiobench.kinds import READ
 from aiobench.phases import RunContext, make_executor, run_phase
 from aiobench.targets import Layout
+from aiobench.worker import StartGate
 from tests.conftest import make_cfg
 
 
@@ -147,3 +148,47 @@ async def test_stop_request_ends_the_phase_quickly(tmp_path: Path) -> None:
     assert phase.interrupted
     assert 0 < phase.last_done.ops < 1024
     assert phase.last_done.elapsed_ns < 600_000_000
+
+
+class FirstCalls(NullEngine):
+    """The null engine, keeping the instant each executor thread first ran a job."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda _: 1_000_000)
+        self.first: dict[int, int] = {}
+        self.lock = threading.Lock()
+
+    def run(self, job: Job) -> RawBatch:
+        with self.lock:
+            self.first.setdefault(threading.get_ident(), perf_counter_ns())
+        return super().run(job)
+
+
+async def test_every_slot_is_ready_before_the_clock_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """64 threads x 2 slots: all 128 first runs wait at the gate when the clock starts,
+    and no operation runs before it (the ramp-up is untimed, reported as startup_ns)."""
+    opened: list[tuple[int, int]] = []  # (arrived, expected) when the gate opened
+
+    class Gate(StartGate):
+        def open(self) -> None:
+            opened.append((self._arrived, self.expected))
+            super().open()
+
+    monkeypatch.setattr("aiobench.phases.StartGate", Gate)
+    cfg = make_cfg(
+        [str(tmp_path / "a")], threads=64, iodepth=2, block="4k", size="2m", read=True,
+        write=False,
+    )  # fmt: skip
+    engine = FirstCalls()
+    ctx = context(cfg, Layout((512 * 4096,), 4096), engine)
+    try:
+        phase, shared = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert opened == [(128, 128)]
+    assert len(engine.first) == 128  # one executor thread per slot, each ran a job
+    assert min(engine.first.values()) >= shared.start_ns
+    assert phase.last_done.ops == 512
+    assert phase.startup_ns > 0

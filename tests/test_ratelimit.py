@@ -94,8 +94,6 @@ def test_a_stalled_target_shows_in_sched_latency_not_in_service_latency(
     [
         (["-w", "--limitwrite", "0"], "--limitwrite: must be greater than 0"),
         (["-w", "--limitwrite", "1.5m"], "--limitwrite: invalid size '1.5m'"),
-        (["-w", "--limitwrite", "1m", "--verify", "1"], "--limitwrite: cannot be combined"),
-        (["-w", "--limitread", "1m", "--blockvarpct", "5"], "--limitread: cannot be combined"),
     ],
 )
 def test_bad_limits_are_usage_errors(
@@ -105,6 +103,30 @@ def test_bad_limits_are_usage_errors(
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"Error: {message}") and proc.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("data", [["--verify", "7"], ["--blockvarpct", "40"]])
+def test_a_limit_composes_with_the_verify_pattern_and_block_variance(
+    run_cli: RunCli, tmp_path: Path, data: list[str]
+) -> None:
+    # 512 KiB at 2 MiB/s: the phase takes ~250 ms, each of its 8 writes on schedule.
+    target = tmp_path / "f"
+    out = tmp_path / "w.json"
+    proc = run_cli(
+        "-w", "-b", "64k", "-s", "512k", "--limitwrite", "2m", *data, str(target),
+        "--json", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    phase = json.loads(out.read_text())["phases"][0]
+    assert phase["latency"]["sched"]["count"] == phase["last_done"]["ops"] == 8
+    assert phase["last_done"]["elapsed_ns"] >= 7 * 64 * 1024 * 1_000_000_000 // (2 * MIB)
+    if data[0] == "--verify":  # the pattern went to disk: a paced verified read finds it
+        check = run_cli("-r", "-b", "64k", "--limitread", "4m", *data, str(target))
+        assert check.returncode == 0, check.stderr
+        assert target.read_bytes()[8:16] == (8 + 7).to_bytes(8, "little")
+    else:  # 40 % of each block is new random data: no two blocks are equal
+        blocks = target.read_bytes()
+        assert len({blocks[i : i + 64 * 1024] for i in range(0, len(blocks), 64 * 1024)}) == 8
 
 
 def test_limits_are_refused_in_dir_mode(run_cli: RunCli, tmp_path: Path) -> None:

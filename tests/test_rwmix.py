@@ -99,6 +99,22 @@ def test_mixed_phase_reads_exactly_the_blocks_the_rule_names(
     assert latency["io"]["max_ns"] == max(latency["read"]["max_ns"], latency["write"]["max_ns"])
 
 
+def test_block_variance_composes_with_the_mix(tmp_path: Path, run_cli: RunCli) -> None:
+    """--blockvarpct in a mixed phase: the reads leave their blocks alone, and each write
+    carries fresh random data in its first half (no two written blocks are equal)."""
+    target = tmp_path / "f"
+    blocks = 1000
+    common = ("-b", "4k", "-s", str(blocks * BLOCK), str(target))
+    _run_json(run_cli, "-w", "--verify", str(SALT), *common)
+    doc = _run_json(run_cli, "-w", "--rwmixpct", "30", "--blockvarpct", "50", *common)
+    kept = _pattern_blocks(target, blocks)
+    assert (kept == RwMix(30, 0).is_read(0, blocks)).all()
+    data = target.read_bytes()
+    written = {data[i * BLOCK : (i + 1) * BLOCK] for i in np.flatnonzero(~kept)}
+    assert len(written) == blocks - int(kept.sum())
+    assert doc["phases"][0]["last_done"]["read"]["ops"] == int(kept.sum())
+
+
 def test_reads_at_first_done_follow_the_rule_over_each_threads_done_operations(
     tmp_path: Path, run_cli: RunCli
 ) -> None:
@@ -184,7 +200,6 @@ def test_table_csv_and_show_carry_write_read_and_total(tmp_path: Path, run_cli: 
         (["-r", "--rwmixpct", "30"], "--rwmixpct: only applies with -w"),
         (["-w", "--rwmixpct", "30", "--verify", "5"], "cannot be combined with --verify"),
         (["-w", "--rwmixpct", "30", "--trunc"], "cannot be combined with --trunc"),
-        (["-w", "--rwmixpct", "30", "--blockvarpct", "50"], "combined with --blockvarpct"),
         (["-w", "--rwmixpct", "30", "--limitwrite", "1m"], "combined with --limitwrite"),
         (["-w", "--rwmixpct", "30", "-s", "2m"], "fewer than -s/--size 2097152"),
     ],

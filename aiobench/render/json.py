@@ -161,6 +161,7 @@ def phase_dict(phase: PhaseResult) -> dict[str, Any]:
         "last_done": _totals(phase.last_done, mixed),
         "latency": latency,
         "peak_inflight_ops": phase.peak_inflight_ops,
+        "startup_ns": phase.startup_ns,
         "time_limited": phase.time_limited,
         "interrupted": phase.interrupted,
         "status": phase.status,

@@ -1,0 +1,65 @@
+"""The engines by name (``--ioengine``): which exist, which is the default, making one.
+
+``native`` (the C extension, where it was built) is the default; ``python`` is the
+reference engine and the fallback, always there. (The engines are imported when asked
+for: the config checks a name before anything else is loaded.)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiobench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aiobench.engine import Engine
+
+NATIVE, PYTHON = "native", "python"
+NAMES = (NATIVE, PYTHON)
+
+
+def native_built() -> bool:
+    """Whether the C extension loads here."""
+    try:
+        from aiobench import _native  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def default_name() -> str:
+    return NATIVE if native_built() else PYTHON
+
+
+def checked(name: str | None) -> str:
+    """The engine a run uses: ``name`` (``--ioengine``), or the default; raises
+    :class:`ConfigError` for an unknown one or a native engine that is not built."""
+    if name is None:
+        return default_name()
+    if name not in NAMES:
+        raise ConfigError(f"--ioengine: must be one of {', '.join(NAMES)} (got {name!r})")
+    if name == NATIVE and not native_built():
+        raise ConfigError(
+            "--ioengine native: the C extension aiobench._native is not built here "
+            "(install with a C compiler and Python's headers), or use --ioengine python"
+        )
+    return name
+
+
+def make(name: str) -> Engine:
+    if name == NATIVE:
+        from aiobench.native import NativeEngine
+
+        engine: Engine = NativeEngine()
+        return engine
+    from aiobench.engine import PosixEngine
+
+    return PosixEngine()
+
+
+# Said once by a run that uses the Python engine because the native one is not built.
+FALLBACK_NOTE = (
+    "the native engine is not built here (no C extension aiobench._native), so this run "
+    "uses the Python engine, which measures small blocks and metadata calls slower than "
+    "the storage allows; reinstall with a C compiler to build it"
+)

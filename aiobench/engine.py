@@ -17,11 +17,11 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from time import perf_counter_ns
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +32,7 @@ from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.nofollow import ParentDirs, WalkError, explain, reuse_dir, symlink_error
 from aiobench.posix import FILE_MODE, PosixTargets
 from aiobench.verify import Mismatch, check, pattern
-from aiobench.workload import OpRun, RwMix
+from aiobench.workload import OpRun
 
 PAGE = mmap.PAGESIZE
 # Each 4 KiB of every written block starts with a unique 64-bit stamp, so no two written
@@ -92,15 +92,46 @@ class _Lists:
         self.intended: list[int] = []
         self.error: BenchIOError | None = None
 
+    def done(self) -> int:
+        return len(self.ends)
+
+    def count_as_done(self, count: int, until_ns: int) -> bool:
+        for _ in range(count):
+            now = perf_counter_ns()
+            self.starts.append(now)
+            self.ends.append(now)
+            if now > until_ns:
+                return True
+        return False
+
     def batch(self) -> RawBatch:
+        # A unit (or block) that failed or was cut recorded its start only: dropped here.
+        done, io_done = len(self.ends), len(self.io_ends)
         return RawBatch(
-            _int64(self.starts),
+            _int64(self.starts[:done]),
             _int64(self.ends),
-            _int64(self.io_starts),
+            _int64(self.io_starts[:io_done]),
             _int64(self.io_ends),
             self.error,
-            _int64(self.intended),
+            _int64(self.intended[:done]),
         )
+
+
+class EntryRecord(Protocol):
+    """What a dir-mode run has done so far, as one engine records it (lists or arrays)."""
+
+    error: BenchIOError | None
+
+    def done(self) -> int:
+        """Entries completed."""
+        ...
+
+    def count_as_done(self, count: int, until_ns: int) -> bool:
+        """Record ``count`` entries as done at once (their parent is gone, --nodelerr);
+        whether the run's budget is used up."""
+        ...
+
+    def batch(self) -> RawBatch: ...
 
 
 def _int64(values: list[int]) -> Int64Array:
@@ -138,6 +169,23 @@ class Job:
     stop: threading.Event | None = None
     options: IoOptions = IoOptions()
     schedule_start_ns: int = 0  # the phase start: operation n is due n blocks' time later
+
+
+class StopEvent(threading.Event):
+    """A phase's stop request that native code can see without the GIL: :meth:`set` also
+    sets the one-byte :attr:`flag`, which the C loops read between a file's blocks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flag = np.zeros(1, dtype=np.uint8)
+
+    def set(self) -> None:
+        self.flag[0] = 1
+        super().set()
+
+    def clear(self) -> None:
+        super().clear()
+        self.flag[0] = 0
 
 
 class SlotBuffer:
@@ -277,40 +325,22 @@ class PosixEngine(PosixTargets):
 
     def run(self, job: Job) -> RawBatch:
         if isinstance(job.ops, EntryRun):
-            return _run_entries(job, job.ops)
+            return run_entries(job, job.ops, _Lists(), _python_loop(job.kind))
         ops = job.ops
         batch = _Lists()
+        opts = job.options
+        plain = ops.mix is None and not opts.rate_bytes_per_s and opts.verify is None
         try:
-            opts = job.options
-            if ops.mix is not None:
-                _mixed(batch, job, ops, ops.mix)
-            elif opts.rate_bytes_per_s:
-                _paced(batch, job, ops, opts.rate_bytes_per_s)
-            elif opts.verify is not None:
-                _verified(batch, job, ops, opts.verify)
-            elif job.kind == WRITE and opts.block_var_pct is not None:
-                _write_varied(batch, job, ops, opts.block_var_pct)
-            elif job.kind == READ:
+            if plain and job.kind == READ:
                 self._read(batch, job, ops)
-            else:
+            elif plain and opts.block_var_pct is None:
                 self._write(batch, job, ops)
+            else:
+                _composed(batch, job, ops)
         except _Mismatch as exc:
-            done = len(batch.ends)
-            del batch.starts[done:]
-            index = ops.path_index
-            bad = exc.mismatch
-            batch.error = VerifyError(
-                path=job.paths[index if isinstance(index, int) else index[done]],
-                offset=bad.offset,
-                expected=bad.expected,
-                found=bad.found,
-            )
+            batch.error = mismatch_error(job, ops, len(batch.ends), exc.mismatch)
         except OSError as exc:
-            done = len(batch.ends)
-            del batch.starts[done:]
-            index = ops.path_index
-            path_i = index if isinstance(index, int) else index[done]
-            batch.error = BenchIOError.from_os(job.paths[path_i], ops.offsets[done], exc)
+            batch.error = op_error(job, ops, len(batch.ends), exc.errno or 0, exc.strerror or "")
         return batch.batch()
 
     @staticmethod
@@ -362,7 +392,8 @@ class PosixEngine(PosixTargets):
         op_fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
         try:
             for fd, off in zip(op_fds, ops.offsets, strict=False):
-                # Untimed: stamp this window so the block is unique.
+                # Untimed: stamp this window so the block is unique. (As next_block: an
+                # operation that starts uses up its window and stamps, whatever its end.)
                 word = window * window_words
                 if per_block == 1:
                     words[word] = stamp
@@ -371,10 +402,11 @@ class PosixEngine(PosixTargets):
                         np.uint64(stamp)
                     )
                 stamp = (stamp + per_block) & 0xFFFF_FFFF_FFFF_FFFF
-                add_start(clock())
-                got = pwritev(fd, windows[window], off)
-                add_end(end := clock())
+                views = windows[window]
                 window = window + 1 if window + 1 < n_windows else 0
+                add_start(clock())
+                got = pwritev(fd, views, off)
+                add_end(end := clock())
                 if got != length:
                     raise _short(batch.ends, got, length)
                 if end > until_ns:
@@ -388,119 +420,98 @@ class _Mismatch(Exception):
         self.mismatch = mismatch
 
 
-def _verified(batch: _Lists, job: Job, ops: OpRun, salt: int) -> None:
-    """--verify: write the pattern, or read and check it; one timed syscall per block.
+def _composed(batch: _Lists, job: Job, ops: OpRun) -> None:
+    """Any file-mode run, its features composed per operation, as elbencho's LocalWorker
+    combines the function pointers it picks once per phase.
 
-    Building and checking the pattern is untimed, and so is --verifydirect's read back. A
-    block that fails the check is not counted.
-    """
-    clock, until_ns, length, index = perf_counter_ns, job.until_ns, ops.length, ops.path_index
-    view = _read_view(job.buf, length)[0]  # writes use the same aligned memory
-    reading = job.kind == READ
-    fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
-    for fd, off in zip(fds, ops.offsets, strict=False):
-        if not reading:
-            view[:] = pattern(off, length, salt)
-        batch.starts.append(clock())
-        got = os.preadv(fd, [view], off) if reading else os.pwritev(fd, [view], off)
-        batch.ends.append(end := clock())
-        if got != length:
-            raise _short(batch.ends, got, length)
-        if not reading and job.options.verify_direct:
-            got = os.preadv(fd, [view], off)
-            if got != length:
-                raise _short(batch.ends, got, length)
-        if reading or job.options.verify_direct:
-            bad = check(view, off, salt)
-            if bad is not None:
-                batch.ends.pop()
-                raise _Mismatch(bad)
-        if end > until_ns:
-            return
+    Per operation: (a) under a rate limit, wait for its scheduled start; (b) read or write
+    (the phase's kind, or --rwmixpct's choice); (c) a write's data: the next stamped pool
+    window, the --verify pattern or the --blockvarpct block; (d) after the op,
+    --verifydirect's read back and the --verify check of what was read. Only the syscall
+    is timed; an operation that fails a check is not counted.
 
-
-def _paced(batch: _Lists, job: Job, ops: OpRun, rate: int) -> None:
-    """--limitread/--limitwrite: each operation waits for its scheduled start.
-
-    Operation n of a thread is due ``n * block / rate`` after the phase start; one that is
-    late (the target stalled) starts at once, so the time from its due start to its end
-    includes the backlog (coordinated omission). The wait is untimed; a run ends instead of
-    sleeping past its budget, so stop requests and the time limit are still honoured.
+    Under a rate limit operation n of a thread is due ``n * block / rate`` after the phase
+    start; one that is late (the target stalled) starts at once, so the time from its due
+    start to its end includes the backlog (coordinated omission). The wait is untimed; a
+    run ends instead of sleeping past its budget, so stop requests and the time limit are
+    still honoured.
     """
     buf = job.buf
     assert buf is not None
-    clock, until_ns, length, index = perf_counter_ns, job.until_ns, ops.length, ops.path_index
-    reading = job.kind == READ
+    opts, until_ns, length, index = job.options, job.until_ns, ops.length, ops.path_index
+    clock, preadv, pwritev = perf_counter_ns, os.preadv, os.pwritev
+    add_start, add_end, add_due = batch.starts.append, batch.ends.append, batch.intended.append
     read_view = _read_view(buf, length)
-    ns_per_op = buf.block_size * 1_000_000_000 / rate
+    salt, rate = opts.verify, opts.rate_bytes_per_s
+    read_back = salt is not None and opts.verify_direct
+    ns_per_op = buf.block_size * 1_000_000_000 / rate if rate else 0.0
+    start_ns, first_seq = job.schedule_start_ns, ops.first_seq
+    reads: Iterable[bool] = repeat(job.kind == READ)
+    if ops.mix is not None:
+        reads = ops.mix.is_read(first_seq, len(ops)).tolist()
+    next_data = _write_source(buf, opts, length)
     fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
-    for n, (fd, off) in enumerate(zip(fds, ops.offsets, strict=False)):
-        due = job.schedule_start_ns + int((ops.first_seq + n) * ns_per_op)
-        wait = due - clock()
-        if wait > 0:
-            if due > until_ns:
-                time.sleep(max(until_ns - clock(), 0) / 1e9)
-                return  # the rest of the run waits for the slot's next round-trip
-            time.sleep(wait / 1e9)
-        views = read_view if reading else buf.next_block(length)
-        batch.starts.append(clock())
-        got = os.preadv(fd, views, off) if reading else os.pwritev(fd, views, off)
-        batch.ends.append(end := clock())
+    for n, (fd, off, read) in enumerate(zip(fds, ops.offsets, reads, strict=False)):
+        due = 0
+        if rate:
+            due = start_ns + int((first_seq + n) * ns_per_op)
+            wait = due - clock()
+            if wait > 0:
+                if due > until_ns:
+                    time.sleep(max(until_ns - clock(), 0) / 1e9)
+                    return  # the rest of the run waits for the slot's next round-trip
+                time.sleep(wait / 1e9)
+        data = read_view if read else next_data(off)
+        add_start(clock())
+        got = preadv(fd, data, off) if read else pwritev(fd, data, off)
+        end = clock()
         if got != length:
-            raise _short(batch.ends, got, length)
-        batch.intended.append(due)
+            raise _short_transfer(got, length)
+        if read_back and not read:
+            got = preadv(fd, read_view, off)
+            if got != length:
+                raise _short_transfer(got, length)
+        if salt is not None and (read or read_back):
+            bad = check(read_view[0], off, salt)
+            if bad is not None:
+                raise _Mismatch(bad)
+        add_end(end)
+        if rate:
+            add_due(due)
         if end > until_ns:
             return
 
 
-def _mixed(batch: _Lists, job: Job, ops: OpRun, mix: RwMix) -> None:
-    """--rwmixpct: a write phase whose operations ``mix`` marks as reads are reads.
+def _write_source(
+    buf: SlotBuffer, opts: IoOptions, length: int
+) -> Callable[[int], list[memoryview]]:
+    """Where each write's data comes from (called with the write's offset, untimed)."""
+    salt, pct = opts.verify, opts.block_var_pct
+    if salt is not None:
+        # --verify: the pattern, built in the aligned read memory (O_DIRECT needs it so).
+        views = _read_view(buf, length)
+        view = views[0]
 
-    Reads land in the slot's read memory, writes take the next stamped window; one timed
-    syscall per operation either way.
-    """
-    buf = job.buf
-    assert buf is not None
-    clock, until_ns, length, index = perf_counter_ns, job.until_ns, ops.length, ops.path_index
-    read_view, next_block = _read_view(buf, length), buf.next_block
-    add_start, add_end = batch.starts.append, batch.ends.append
-    reads = mix.is_read(ops.first_seq, len(ops)).tolist()
-    fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
-    for fd, off, read in zip(fds, ops.offsets, reads, strict=False):
-        if read:
-            add_start(clock())
-            got = os.preadv(fd, read_view, off)
-        else:
-            views = next_block(length)
-            add_start(clock())
-            got = os.pwritev(fd, views, off)
-        add_end(end := clock())
-        if got != length:
-            raise _short(batch.ends, got, length)
-        if end > until_ns:
-            return
+        def patterned(off: int) -> list[memoryview]:
+            view[:] = pattern(off, length, salt)
+            return views
 
+        return patterned
+    if pct is not None and buf.windows:
+        # --blockvarpct: one block, its first pct % refilled from SFC64 before each write;
+        # 0 writes the same block every time.
+        block = [buf.windows[0][0][:length]]
+        words = -(-length * pct // 100) // 8 if pct else 0
+        target, refill = buf.words_np[:words], buf.refill.random_raw
 
-def _write_varied(batch: _Lists, job: Job, ops: OpRun, pct: int) -> None:
-    """--blockvarpct: one block, its first ``pct`` % refilled with random data (untimed)
-    before each write; 0 writes the same block every time."""
-    buf = job.buf
-    assert buf is not None
-    clock, until_ns, length, index = perf_counter_ns, job.until_ns, ops.length, ops.path_index
-    view = buf.windows[0][0][:length]
-    words = -(-length * pct // 100) // 8 if pct else 0
-    target, refill = buf.words_np[:words], buf.refill.random_raw
-    fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
-    for fd, off in zip(fds, ops.offsets, strict=False):
-        if words:
-            target[:] = refill(words)
-        batch.starts.append(clock())
-        got = os.pwritev(fd, [view], off)
-        batch.ends.append(end := clock())
-        if got != length:
-            raise _short(batch.ends, got, length)
-        if end > until_ns:
-            return
+        def varied(_off: int) -> list[memoryview]:
+            if words:
+                target[:] = refill(words)
+            return block
+
+        return varied
+    next_block = buf.next_block
+    return lambda _off: next_block(length)
 
 
 def _read_view(buf: SlotBuffer | None, length: int) -> list[memoryview]:
@@ -511,45 +522,80 @@ def _read_view(buf: SlotBuffer | None, length: int) -> list[memoryview]:
 def _short(ends: list[int], got: int, length: int) -> OSError:
     # A short transfer counts as a failed operation: drop its timing, report it as EIO.
     ends.pop()
-    return OSError(errno.EIO, f"short transfer: {got} of {length} bytes")
+    return _short_transfer(got, length)
 
 
-def _run_entries(job: Job, run: EntryRun) -> RawBatch:
+def _short_transfer(got: int, length: int) -> OSError:
+    return OSError(errno.EIO, short_detail(got, length))
+
+
+def short_detail(got: int, length: int) -> str:
+    """The text of a short transfer's EIO."""
+    return f"short transfer: {got} of {length} bytes"
+
+
+def op_error(job: Job, ops: OpRun, done: int, errno_: int, detail: str) -> BenchIOError:
+    """File mode: operation ``done`` of the run failed with ``errno_``."""
+    index = ops.path_index
+    path = job.paths[index if isinstance(index, int) else index[done]]
+    return BenchIOError(path=path, offset=ops.offsets[done], errno=errno_, detail=detail)
+
+
+def mismatch_error(job: Job, ops: OpRun, done: int, bad: Mismatch) -> VerifyError:
+    """File mode, --verify: operation ``done`` did not hold the pattern."""
+    index = ops.path_index
+    path = job.paths[index if isinstance(index, int) else index[done]]
+    return VerifyError(path=path, offset=bad.offset, expected=bad.expected, found=bad.found)
+
+
+R = TypeVar("R", bound=EntryRecord)
+# One kind of dir-mode loop (files, stat, the other metadata calls) of one engine.
+EntryLoop = Callable[[R, Job, EntryRun, ParentDirs], None]
+
+
+def run_entries(job: Job, run: EntryRun, record: R, loop: EntryLoop[R]) -> RawBatch:
     """Dir mode: one metadata call, or open + whole-file I/O + close, per entry.
 
     Every call is relative to the entry's parent dir, reached without following a symlink
     (:class:`~aiobench.nofollow.ParentDirs`), on the entry's last name component only.
+    ``loop`` is the engine's loop for the job's kind; what it raises is worded here, the
+    same for every engine.
     """
-    batch = _Lists()
     # With --nodelerr a parent dir that is gone takes its entries with it: done already.
     missing_ok = job.options.ignore_missing and job.kind in (STAT, RMFILES, RMDIRS)
     parents = ParentDirs(job.fds, missing_ok=missing_ok)
     # The error is made inside each handler: an exception kept past it would hold the
     # frames of the loop below, and their views of the slot's buffer, until a GC pass.
     try:
-        if job.kind in (WRITE, READ):
-            _files(batch, job, run, parents)
-        elif job.kind == STAT:
-            _stat(batch, job, run, parents)
-        else:
-            _metadata(batch, job, run, parents)
+        loop(record, job, run, parents)
     except WalkError as exc:  # on the way to the entry: names the dir that failed
-        batch.error = _entry_error(batch, job, run, exc.errno, exc.detail, name=exc.name)
-    except _BlockError as exc:  # inside a file: the offset there means something
-        batch.error = _entry_error(batch, job, run, exc.errno, exc.detail, offset=exc.offset)
+        record.error = _entry_error(record, job, run, exc.errno, exc.detail, name=exc.name)
+    except BlockError as exc:  # inside a file: the offset there means something
+        record.error = _entry_error(record, job, run, exc.errno, exc.detail, offset=exc.offset)
     except OSError as exc:  # the entry's own call (mkdir, open, stat, close, unlink, rmdir)
         # A symlink at the entry's name shows up as ELOOP, ENOTDIR or EEXIST: say so.
-        k = len(batch.ends)
+        k = record.done()
         dir_fd = parents.current(*run.parent_of(k)) if k < len(run) else None
         cause = exc if dir_fd is None else explain(exc, run.leaves[k], dir_fd)
-        batch.error = _entry_error(batch, job, run, cause.errno or 0, cause.strerror or "")
+        record.error = _entry_error(record, job, run, cause.errno or 0, cause.strerror or "")
     finally:
         parents.close()
-    return batch.batch()
+    return record.batch()
+
+
+def _python_loop(kind: str) -> EntryLoop[_Lists]:
+    if kind in (WRITE, READ):
+        return _files
+    return _stat if kind == STAT else _metadata
+
+
+def python_entries(job: Job, run: EntryRun) -> RawBatch:
+    """The Python engine's dir-mode run (the native engine's fallback, see its ``run``)."""
+    return run_entries(job, run, _Lists(), _python_loop(job.kind))
 
 
 def _entry_error(
-    batch: _Lists,
+    record: EntryRecord,
     job: Job,
     run: EntryRun,
     errno_: int,
@@ -558,10 +604,8 @@ def _entry_error(
     name: str | None = None,
     offset: int | None = None,
 ) -> BenchIOError:
-    """The error of the entry in progress (or of its parent dir ``name``); drops the start
-    the entry recorded."""
-    k = len(batch.ends)
-    del batch.starts[k:]
+    """The error of the entry in progress (or of its parent dir ``name``)."""
+    k = record.done()
     index = run.path_index
     path = job.paths[index if isinstance(index, int) else index[k]]
     return BenchIOError(
@@ -572,10 +616,10 @@ def _entry_error(
     )
 
 
-class _BlockError(Exception):
+class BlockError(Exception):
     """A block read or write of a dir-mode file failed at ``offset`` in the file.
 
-    Carries the errno and text only, no frame (see the note in :func:`_run_entries`)."""
+    Carries the errno and text only, no frame (see the note in :func:`run_entries`)."""
 
     def __init__(self, errno_: int, detail: str, offset: int) -> None:
         super().__init__(errno_, detail, offset)
@@ -607,7 +651,7 @@ def _metadata(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> No
         tolerated = FileExistsError
     elif job.options.ignore_missing:
         tolerated = FileNotFoundError
-    for dfd, leaves in _parents(batch, run, parents, until_ns):
+    for dfd, leaves in entry_parents(batch, run, parents, until_ns):
         for name in leaves:
             add_start(clock())
             # try/except costs nothing unless raised; contextlib.suppress would, per call.
@@ -632,7 +676,7 @@ def _stat(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
     tolerated: type[OSError] | tuple[()] = ()
     if job.options.ignore_missing:
         tolerated = FileNotFoundError
-    for dfd, leaves in _parents(batch, run, parents, until_ns):
+    for dfd, leaves in entry_parents(batch, run, parents, until_ns):
         for name in leaves:
             add_start(clock())
             try:
@@ -647,8 +691,8 @@ def _stat(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
                 return
 
 
-def _parents(
-    batch: _Lists, run: EntryRun, parents: ParentDirs, until_ns: int
+def entry_parents(
+    record: EntryRecord, run: EntryRun, parents: ParentDirs, until_ns: int
 ) -> Iterator[tuple[int, list[str]]]:
     """(parent dir fd, names in it) of each stretch of the run; a parent that is gone
     (``missing_ok``, --nodelerr) has its entries counted as done, until the budget ends."""
@@ -656,19 +700,15 @@ def _parents(
         dfd = parents.open(index, parent)
         if dfd >= 0:
             yield dfd, leaves
-        elif _count_as_done(batch, leaves, until_ns):
+        elif record.count_as_done(len(leaves), until_ns):
             return
 
 
-def _count_as_done(batch: _Lists, leaves: list[str], until_ns: int) -> bool:
-    """Record ``leaves`` as done at once; whether the run's budget is used up."""
-    for _ in leaves:
-        now = perf_counter_ns()
-        batch.starts.append(now)
-        batch.ends.append(now)
-        if now > until_ns:
-            return True
-    return False
+def file_flags(job: Job) -> int:
+    """open(2) flags of a dir-mode file: created or read, never through a symlink."""
+    flags = (os.O_CREAT | os.O_WRONLY) if job.kind == WRITE else os.O_RDONLY
+    # O_NOFOLLOW: a symlink at the file's name fails with ELOOP instead of being opened.
+    return flags | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECT if job.options.direct else 0)
 
 
 def _files(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
@@ -678,9 +718,7 @@ def _files(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
     add_start, add_end = batch.starts.append, batch.ends.append
     io_start, io_end = batch.io_starts.append, batch.io_ends.append
     writing = job.kind == WRITE
-    flags = (os.O_CREAT | os.O_WRONLY) if writing else os.O_RDONLY
-    # O_NOFOLLOW: a symlink at the file's name fails with ELOOP instead of being opened.
-    flags |= os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECT if job.options.direct else 0)
+    flags = file_flags(job)
     size, block = run.size, run.block
     # (offset, length) of every block of a file; only the last one can be short.
     blocks = [(off, min(block, size - off)) for off in range(0, size, block)]
@@ -692,7 +730,7 @@ def _files(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
         views = {length: _read_view(job.buf, length) for _, length in (blocks[0], blocks[-1])}
     open_, close = os.open, os.close
     if not blocks:  # -s 0: create (or open) and close, the classic metadata rate
-        for dfd, leaves in _parents(batch, run, parents, until_ns):
+        for dfd, leaves in entry_parents(batch, run, parents, until_ns):
             for name in leaves:
                 add_start(clock())
                 close(open_(name, flags, FILE_MODE, dir_fd=dfd))
@@ -700,7 +738,7 @@ def _files(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
                 if end > until_ns:
                     return
         return
-    for dfd, leaves in _parents(batch, run, parents, until_ns):
+    for dfd, leaves in entry_parents(batch, run, parents, until_ns):
         for name in leaves:
             add_start(clock())
             fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
@@ -718,13 +756,11 @@ def _files(batch: _Lists, job: Job, run: EntryRun, parents: ParentDirs) -> None:
                         cut = True  # time limit or signal inside a file: it stays unfinished
                         break
             except OSError as exc:
-                del batch.io_starts[len(batch.io_ends) :]
                 os.close(fd)
-                raise _BlockError(exc.errno or 0, exc.strerror or "", off) from None
+                raise BlockError(exc.errno or 0, exc.strerror or "", off) from None
             close(fd)
             if cut:
-                del batch.starts[len(batch.ends) :]
-                return
+                return  # (the file's start is dropped with the unfinished entry)
             add_end(end := clock())
             if end > until_ns:
                 return

@@ -200,21 +200,23 @@ class SlotBuffer:
         self.read_mem = mmap.mmap(-1, _round_up(block_size, PAGE))
         self.read_view = [memoryview(self.read_mem)[:block_size]]
         self.windows: list[list[memoryview]] = []
+        self.window_words = 0  # 64-bit words from one window's start to the next
+        self.stamps_per_block = max(1, block_size // STAMP_SPACING)
+        self.next_window = 0
+        self.next_stamp = stamp_base
+        self.pool: mmap.mmap | None = None  # the write pool (``mem``), None when only reading
         if not for_write:
             return
         step, count = pool_windows(block_size)
         size = pool_bytes(block_size)
-        self.mem = mmap.mmap(-1, size)
+        self.pool = self.mem = mmap.mmap(-1, size)
         self.mem[:] = rng.bytes(size)
         view = memoryview(self.mem)
         self.windows = [[view[o : o + block_size]] for o in range(0, count * step, step)]
-        self.window_words = step // 8  # 64-bit words from one window's start to the next
+        self.window_words = step // 8
         self.words = view.cast("Q")
         self.words_np = np.frombuffer(self.mem, dtype=np.uint64)
-        self.stamps_per_block = max(1, block_size // STAMP_SPACING)
         self.stamp_offsets = np.arange(self.stamps_per_block, dtype=np.uint64)
-        self.next_window = 0
-        self.next_stamp = stamp_base
         # --blockvarpct refills from SFC64's raw output: ~3.6 GB/s on one core here,
         # against ~0.3 GB/s for Generator.bytes().
         self.refill = np.random.SFC64(int(rng.integers(0, 1 << 63)))
@@ -249,8 +251,8 @@ class SlotBuffer:
             self.words.release()
             del self.words_np
         _unmap(self.read_mem)
-        if hasattr(self, "mem"):
-            _unmap(self.mem)
+        if self.pool is not None:
+            _unmap(self.pool)
 
 
 def _unmap(mem: mmap.mmap) -> None:

@@ -23,6 +23,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.cli import app, main
 from aiobench.config import BenchConfig, build_config
+from aiobench.engine import Engine, PosixEngine
 from aiobench.schema import load_schema
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -98,6 +99,18 @@ def assert_usage_error(proc: subprocess.CompletedProcess[str], needles: list[str
     for needle in needles:
         assert needle in line, (needle, line)
     return line
+
+
+@pytest.fixture(params=["python", "native"])
+def io_engine(request: pytest.FixtureRequest) -> Engine:
+    """An engine-level test on each engine: the Python reference and the native one."""
+    if request.param == "python":
+        return PosixEngine()
+    from aiobench import native
+
+    if not native.available():
+        pytest.skip(f"no native engine: {native.build_error}")
+    return native.NativeEngine()
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aiobench.dirmode import DirLayout, EntryRun, EntryStream
-from aiobench.engine import IoOptions, Job, NullEngine, PosixEngine, SlotBuffer
+from aiobench.engine import Engine, IoOptions, Job, NullEngine, PosixEngine, SlotBuffer, StopEvent
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.phases import run_phase
 from aiobench.render.table import render_table
@@ -158,11 +158,11 @@ def root(tmp_path: Path) -> Iterator[tuple[Path, int]]:
     os.close(dfd)
 
 
-def test_write_stat_read_delete_whole_files(root: tuple[Path, int]) -> None:
+def test_write_stat_read_delete_whole_files(root: tuple[Path, int], io_engine: Engine) -> None:
     path, dfd = root
     names = [f"r0/d0/r0-f{j}" for j in range(4)]
     run = EntryRun(0, names, size=10_000, block=4096)
-    engine = PosixEngine()
+    engine = io_engine
     wrote = engine.run(engine_job(WRITE, dfd, path, run))
     assert wrote.error is None
     assert len(wrote.ends) == 4 and len(wrote.io_ends) == 12
@@ -179,12 +179,12 @@ def test_write_stat_read_delete_whole_files(root: tuple[Path, int]) -> None:
     assert os.listdir(path / "r0" / "d0") == []
 
 
-def test_short_file_read_names_path_and_offset(root: tuple[Path, int]) -> None:
+def test_short_file_read_names_path_and_offset(root: tuple[Path, int], io_engine: Engine) -> None:
     path, dfd = root
     (path / "r0/d0/r0-f0").write_bytes(bytes(8192))
     (path / "r0/d0/r0-f1").write_bytes(bytes(5000))
     run = EntryRun(0, ["r0/d0/r0-f0", "r0/d0/r0-f1"], size=8192, block=4096)
-    batch = PosixEngine().run(engine_job(READ, dfd, path, run))
+    batch = io_engine.run(engine_job(READ, dfd, path, run))
     assert batch.error is not None
     assert batch.error.path == str(path / "r0/d0/r0-f1")
     assert batch.error.offset == 4096 and batch.error.errno == errno.EIO
@@ -192,33 +192,40 @@ def test_short_file_read_names_path_and_offset(root: tuple[Path, int]) -> None:
     assert len(batch.io_ends) == len(batch.io_starts) == 3  # 2 blocks + the full first one
 
 
-def test_missing_entry_is_an_error_unless_tolerated(root: tuple[Path, int]) -> None:
+def test_missing_entry_is_an_error_unless_tolerated(
+    root: tuple[Path, int], io_engine: Engine
+) -> None:
     path, dfd = root
     (path / "r0/d0/r0-f0").write_bytes(b"")
     run = EntryRun(0, ["r0/d0/r0-f0", "r0/d0/r0-f1"], size=0, block=4096)
-    failed = PosixEngine().run(engine_job(RMFILES, dfd, path, run))
+    failed = io_engine.run(engine_job(RMFILES, dfd, path, run))
     assert failed.error is not None and failed.error.errno == errno.ENOENT
     assert failed.error.path == str(path / "r0/d0/r0-f1")
     assert len(failed.ends) == len(failed.starts) == 1
     (path / "r0/d0/r0-f0").write_bytes(b"")
-    tolerated = PosixEngine().run(engine_job(RMFILES, dfd, path, run, ignore_missing=True))
+    tolerated = io_engine.run(engine_job(RMFILES, dfd, path, run, ignore_missing=True))
     assert tolerated.error is None and len(tolerated.ends) == 2
 
 
-def test_existing_dir_is_reused_by_mkdirs(root: tuple[Path, int]) -> None:
+def test_existing_dir_is_reused_by_mkdirs(root: tuple[Path, int], io_engine: Engine) -> None:
     path, dfd = root
     run = EntryRun(0, ["r0/d0", "r0/d1"], size=0, block=4096)
-    batch = PosixEngine().run(engine_job(MKDIRS, dfd, path, run))
+    batch = io_engine.run(engine_job(MKDIRS, dfd, path, run))
     assert batch.error is None and len(batch.ends) == 2
     assert (path / "r0/d1").is_dir()
 
 
-def test_stop_inside_a_file_leaves_the_entry_unfinished(root: tuple[Path, int]) -> None:
+@pytest.mark.parametrize("event", [threading.Event, StopEvent])
+def test_stop_inside_a_file_leaves_the_entry_unfinished(
+    root: tuple[Path, int], io_engine: Engine, event: type[threading.Event]
+) -> None:
+    """Any event stops the file (the native engine sees a StopEvent's flag in C and leaves
+    any other event to the Python loop)."""
     path, dfd = root
-    stop = threading.Event()
+    stop = event()
     stop.set()
     run = EntryRun(0, ["r0/d0/big"], size=64 * 4096, block=4096)
-    batch = PosixEngine().run(engine_job(WRITE, dfd, path, run, stop=stop))
+    batch = io_engine.run(engine_job(WRITE, dfd, path, run, stop=stop))
     assert batch.error is None
     assert len(batch.ends) == 0 and len(batch.starts) == 0
     assert len(batch.io_ends) == 1  # one block, then the stop request was seen

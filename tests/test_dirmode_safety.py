@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryRun
-from aiobench.engine import IoOptions, Job, PosixEngine, SlotBuffer
+from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.runner import run_benchmark
 from aiobench.targets import DIR, Resolved
@@ -330,14 +330,14 @@ def test_a_file_where_a_dir_should_be_is_not_reused(tmp_path: Path) -> None:
 # -- the engine alone: hand-made runs with the names as the layout makes them --------------
 
 
-def engine_run(kind: str, root: Path, names: list[str], size: int = 0) -> Any:
+def engine_run(engine: Engine, kind: str, root: Path, names: list[str], size: int = 0) -> Any:
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     buf = None
     if size:
         buf = SlotBuffer(4096, for_write=kind == WRITE, rng=np.random.default_rng(1), stamp_base=1)
     try:
         run = EntryRun(0, names, size=size, block=4096)
-        return PosixEngine().run(Job(kind, [fd], [str(root)], run, buf, 2**62))
+        return engine.run(Job(kind, [fd], [str(root)], run, buf, 2**62))
     finally:
         os.close(fd)
         if buf is not None:
@@ -345,7 +345,9 @@ def engine_run(kind: str, root: Path, names: list[str], size: int = 0) -> Any:
 
 
 @pytest.mark.parametrize("kind", [WRITE, READ, STAT, RMFILES, MKDIRS, RMDIRS])
-def test_engine_refuses_a_symlinked_parent_dir(tmp_path: Path, victim: Path, kind: str) -> None:
+def test_engine_refuses_a_symlinked_parent_dir(
+    tmp_path: Path, victim: Path, kind: str, io_engine: Engine
+) -> None:
     root = tmp_path / "p"
     (root / "r0").mkdir(parents=True)
     (root / "r0" / "d0").symlink_to(victim / "d0")
@@ -354,7 +356,7 @@ def test_engine_refuses_a_symlinked_parent_dir(tmp_path: Path, victim: Path, kin
         (root / "r1").symlink_to(victim)
         names = ["r1/d0"]
     fds_before = set(os.listdir("/proc/self/fd"))
-    batch = engine_run(kind, root, names, size=4096 if kind in (READ, WRITE) else 0)
+    batch = engine_run(io_engine, kind, root, names, size=4096 if kind in (READ, WRITE) else 0)
     assert set(os.listdir("/proc/self/fd")) == fds_before  # the walk closed what it opened
     assert batch.error is not None
     failed = root / ("r1" if kind in (MKDIRS, RMDIRS) else "r0/d0")
@@ -365,7 +367,9 @@ def test_engine_refuses_a_symlinked_parent_dir(tmp_path: Path, victim: Path, kin
 
 
 @pytest.mark.parametrize("kind", [WRITE, READ, STAT, RMDIRS])
-def test_engine_refuses_a_symlinked_entry(tmp_path: Path, victim: Path, kind: str) -> None:
+def test_engine_refuses_a_symlinked_entry(
+    tmp_path: Path, victim: Path, kind: str, io_engine: Engine
+) -> None:
     root = tmp_path / "p"
     (root / "r0" / "d0").mkdir(parents=True)
     (root / "r0" / "d0" / "r0-f0").write_bytes(bytes(4096))
@@ -377,7 +381,7 @@ def test_engine_refuses_a_symlinked_entry(tmp_path: Path, victim: Path, kind: st
         (root / "r0" / "d0" / "r0-f1").symlink_to(victim / "d0" / "r0-f1")
         names, link = ["r0/d0/r0-f0", "r0/d0/r0-f1"], root / "r0" / "d0" / "r0-f1"
     fds_before = set(os.listdir("/proc/self/fd"))
-    batch = engine_run(kind, root, names, size=4096 if kind in (READ, WRITE) else 0)
+    batch = engine_run(io_engine, kind, root, names, size=4096 if kind in (READ, WRITE) else 0)
     assert set(os.listdir("/proc/self/fd")) == fds_before
     assert batch.error is not None
     assert (batch.error.path, batch.error.errno) == (str(link), errno.ELOOP)
@@ -387,14 +391,16 @@ def test_engine_refuses_a_symlinked_entry(tmp_path: Path, victim: Path, kind: st
     assert link.is_symlink()
 
 
-def test_engine_walks_many_dirs_and_closes_what_it_opened(tmp_path: Path) -> None:
+def test_engine_walks_many_dirs_and_closes_what_it_opened(
+    tmp_path: Path, io_engine: Engine
+) -> None:
     root = tmp_path / "p"
     names = [f"r{r}/d{i}/r{r}-f{j}" for r in range(2) for i in range(3) for j in range(2)]
     for name in names:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
     fds_before = set(os.listdir("/proc/self/fd"))
     for kind in (WRITE, STAT, READ, RMFILES):
-        batch = engine_run(kind, root, names, size=4096 if kind in (READ, WRITE) else 0)
+        batch = engine_run(io_engine, kind, root, names, size=4096 if kind in (READ, WRITE) else 0)
         assert batch.error is None and len(batch.ends) == len(names)
         if kind == WRITE:
             assert all((root / name).stat().st_size == 4096 for name in names)
@@ -403,7 +409,9 @@ def test_engine_walks_many_dirs_and_closes_what_it_opened(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("kind", [RMFILES, STAT, RMDIRS])
-def test_nodelerr_counts_the_entries_of_a_missing_parent_as_done(tmp_path: Path, kind: str) -> None:
+def test_nodelerr_counts_the_entries_of_a_missing_parent_as_done(
+    tmp_path: Path, kind: str, io_engine: Engine
+) -> None:
     """--nodelerr: a parent dir that is gone took its entries with it (as unlink of each
     would have said ENOENT before the walk); without it the walk names the missing dir."""
     root = tmp_path / "p"
@@ -416,7 +424,7 @@ def test_nodelerr_counts_the_entries_of_a_missing_parent_as_done(tmp_path: Path,
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         run = EntryRun(0, names, size=0, block=4096)
-        strict = PosixEngine().run(Job(kind, [fd], [str(root)], run, None, 2**62))
+        strict = io_engine.run(Job(kind, [fd], [str(root)], run, None, 2**62))
         assert strict.error is not None and strict.error.errno == errno.ENOENT
         missing = root / ("r9" if kind == RMDIRS else "r0/d1")
         assert (strict.error.path, strict.error.offset) == (str(missing), None)
@@ -426,7 +434,7 @@ def test_nodelerr_counts_the_entries_of_a_missing_parent_as_done(tmp_path: Path,
         elif kind == RMFILES:
             (root / names[0]).write_bytes(b"")
         options = IoOptions(ignore_missing=True)
-        lenient = PosixEngine().run(Job(kind, [fd], [str(root)], run, None, 2**62, options=options))
+        lenient = io_engine.run(Job(kind, [fd], [str(root)], run, None, 2**62, options=options))
         assert lenient.error is None and len(lenient.ends) == len(names)
     finally:
         os.close(fd)
@@ -506,7 +514,9 @@ def test_read_error_with_data_reports_cleanly(
 
 
 @pytest.mark.root
-def test_a_failed_file_write_keeps_no_view_of_the_slot_buffer(small_tmpfs: Path) -> None:
+def test_a_failed_file_write_keeps_no_view_of_the_slot_buffer(
+    small_tmpfs: Path, io_engine: Engine
+) -> None:
     """The cause, not only the symptom: after a failed run every view of the slot's memory
     is gone at once (without a GC pass), so the buffer really unmaps."""
     root = small_tmpfs
@@ -518,7 +528,7 @@ def test_a_failed_file_write_keeps_no_view_of_the_slot_buffer(small_tmpfs: Path)
     try:
         run = EntryRun(0, names, size=48 * 1024, block=16384)
         job = Job(WRITE, [fd], [str(root)], run, buf, 2**62, options=IoOptions())
-        batch = PosixEngine().run(job)
+        batch = io_engine.run(job)
         assert batch.error is not None and batch.error.errno == errno.ENOSPC
         buf.close()
         assert buf.read_mem.closed and buf.mem.closed

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiobench.engine import Job, PosixEngine, SlotBuffer
+from aiobench.engine import Engine, Job, SlotBuffer
 from aiobench.kinds import READ
 from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
@@ -120,14 +120,14 @@ def test_peak_inflight_on_real_direct_io(tmp_path: Path, iodepth: int, expected:
     assert phase.last_done.ops > 0
 
 
-def test_engine_run_ends_at_its_time_budget(tmp_path: Path) -> None:
+def test_engine_run_ends_at_its_time_budget(tmp_path: Path, io_engine: Engine) -> None:
     target = tmp_path / "f"
     target.write_bytes(bytes(64 * 4096))
     fd = os.open(target, os.O_RDONLY)
     buf = SlotBuffer(4096, for_write=False, rng=np.random.default_rng(0), stamp_base=0)
     ops = OpRun(0, [i * 4096 for i in range(64)], 4096)
     try:
-        engine = PosixEngine()
+        engine = io_engine
         past = engine.run(Job(READ, [fd], [str(target)], ops, buf, until_ns=0))
         assert len(past.ends) == 1  # one operation always runs, then the budget is spent
         whole = engine.run(Job(READ, [fd], [str(target)], ops, buf, until_ns=2**62))

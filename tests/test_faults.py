@@ -19,12 +19,18 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
+from aiobench.engine import Engine
 from tests.conftest import FaultFs, RunCli, errors_of
 
 pytestmark = pytest.mark.root
 
 HEADER = "OPERATION   RESULT TYPE         FIRST DONE   LAST DONE"
 EIO_TEXT = "EIO (Input/output error)"
+
+
+def on(engine: Engine) -> tuple[str, str]:
+    """The CLI options that run a test's benchmark on ``engine`` (the io_engine fixture)."""
+    return "--ioengine", engine.name
 
 
 def the_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -85,10 +91,11 @@ def test_file_write_error_names_path_block_offset_and_keeps_results(
     run_cli: RunCli,
     validator: Draft202012Validator,
     errno_name: str,
+    io_engine: Engine,
 ) -> None:
     mnt = fault_fs(eio_offset=300_000, eio_file="f", errno_name=errno_name)
     target, out = mnt / "f", tmp_path / "out.json"
-    proc = run_cli("-w", "-b", "64k", "-s", "1m", str(target), "--json", str(out))
+    proc = run_cli("-w", "-b", "64k", "-s", "1m", str(target), "--json", str(out), *on(io_engine))
     # The 64 KiB block holding byte 300000 starts at 262144: the offset the write was at.
     name = errno.errorcode[getattr(errno, errno_name)]
     text = f"{name} ({os.strerror(getattr(errno, errno_name))})"
@@ -109,12 +116,16 @@ def test_file_write_error_names_path_block_offset_and_keeps_results(
 
 
 def test_file_read_error_names_path_block_offset_and_keeps_results(
-    fault_fs: FaultFs, tmp_path: Path, run_cli: RunCli, validator: Draft202012Validator
+    fault_fs: FaultFs,
+    tmp_path: Path,
+    run_cli: RunCli,
+    validator: Draft202012Validator,
+    io_engine: Engine,
 ) -> None:
     mnt = fault_fs(eio_offset=700_000, eio_file="f", eio_ops=("read",))
     (fault_fs.backing(mnt) / "f").write_bytes(bytes(range(256)) * 4096)  # 1 MiB
     target, out = mnt / "f", tmp_path / "out.json"
-    proc = run_cli("-r", "-b", "64k", "-s", "1m", str(target), "--json", str(out))
+    proc = run_cli("-r", "-b", "64k", "-s", "1m", str(target), "--json", str(out), *on(io_engine))
     # Byte 700000 lies in the 11th block, at 655360.
     assert the_error_line(proc) == f"Error: {target}: offset 655360: {EIO_TEXT}"
     assert proc.stdout.startswith(HEADER)
@@ -128,11 +139,17 @@ def test_file_read_error_names_path_block_offset_and_keeps_results(
 
 
 def test_dir_mode_create_error_names_the_entry_without_offset(
-    fault_fs: FaultFs, tmp_path: Path, run_cli: RunCli, validator: Draft202012Validator
+    fault_fs: FaultFs,
+    tmp_path: Path,
+    run_cli: RunCli,
+    validator: Draft202012Validator,
+    io_engine: Engine,
 ) -> None:
     mnt = fault_fs(eio_create_n=7)
     out = tmp_path / "out.json"
-    proc = run_cli("-d", "-w", "-n", "1", "-N", "20", "-s", "0", str(mnt), "--json", str(out))
+    proc = run_cli(
+        "-d", "-w", "-n", "1", "-N", "20", "-s", "0", str(mnt), "--json", str(out), *on(io_engine)
+    )  # fmt: skip
     entry = mnt / "r0" / "d0" / "r0-f6"  # files 0-5 were made; the 7th create failed
     # Creating an entry has no offset: the message names the path alone.
     assert the_error_line(proc) == f"Error: {entry}: {EIO_TEXT}"
@@ -147,14 +164,18 @@ def test_dir_mode_create_error_names_the_entry_without_offset(
 
 
 def test_dir_mode_write_error_names_the_file_and_offset(
-    fault_fs: FaultFs, tmp_path: Path, run_cli: RunCli, validator: Draft202012Validator
+    fault_fs: FaultFs,
+    tmp_path: Path,
+    run_cli: RunCli,
+    validator: Draft202012Validator,
+    io_engine: Engine,
 ) -> None:
     """Dir mode with data: a failed write releases the buffers and reports like file mode
     (it used to end in ``BufferError: cannot close exported pointers exist``)."""
     mnt = fault_fs(eio_offset=40_000, eio_file="r0/d0/r0-f4", eio_ops=("write",))
     out = tmp_path / "out.json"
     args = ["-d", "-w", "-n", "1", "-N", "20", "-s", "64k", "-b", "16k", str(mnt)]
-    proc = run_cli(*args, "--json", str(out))
+    proc = run_cli(*args, "--json", str(out), *on(io_engine))
     entry = mnt / "r0" / "d0" / "r0-f4"  # the 5th file; its 16 KiB block at 32768 failed
     assert the_error_line(proc) == f"Error: {entry}: offset 32768: {EIO_TEXT}"
     assert proc.stdout.startswith(HEADER)
@@ -167,11 +188,17 @@ def test_dir_mode_write_error_names_the_file_and_offset(
 
 
 def test_dir_mode_mkdir_error_names_the_dir_without_offset(
-    fault_fs: FaultFs, tmp_path: Path, run_cli: RunCli, validator: Draft202012Validator
+    fault_fs: FaultFs,
+    tmp_path: Path,
+    run_cli: RunCli,
+    validator: Draft202012Validator,
+    io_engine: Engine,
 ) -> None:
     mnt = fault_fs(eio_mkdir_n=3)
     out = tmp_path / "out.json"
-    proc = run_cli("-d", "-n", "5", "-N", "1", "-s", "0", str(mnt), "--json", str(out))
+    proc = run_cli(
+        "-d", "-n", "5", "-N", "1", "-s", "0", str(mnt), "--json", str(out), *on(io_engine)
+    )  # fmt: skip
     entry = mnt / "r0" / "d1"  # mkdir 1 made r0 (untimed), 2 made d0, 3 failed on d1
     assert the_error_line(proc) == f"Error: {entry}: {EIO_TEXT}"
     assert proc.stdout.startswith(HEADER)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.engine import IoOptions, Job, PosixEngine, SlotBuffer
+from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
 from aiobench.errors import VerifyError
 from aiobench.kinds import WRITE
 from aiobench.schema import load_schema
@@ -47,7 +47,9 @@ def verified_job(kind: str, fd: int, buf: SlotBuffer, offsets: list[int], **kw: 
     return Job(kind, [fd], ["f"], OpRun(0, offsets, 4096), buf, 1 << 62, options=options)
 
 
-def test_verifydirect_catches_a_write_that_lands_elsewhere(tmp_path: Path) -> None:
+def test_verifydirect_catches_a_write_that_lands_elsewhere(
+    tmp_path: Path, io_engine: Engine
+) -> None:
     # O_APPEND makes Linux put every pwrite at the end of the file, whatever its offset: a
     # misdirected write. Only reading the block back at its own offset shows it.
     target = tmp_path / "f"
@@ -55,8 +57,8 @@ def test_verifydirect_catches_a_write_that_lands_elsewhere(tmp_path: Path) -> No
     buf = SlotBuffer(4096, for_write=True, rng=np.random.default_rng(1), stamp_base=0)
     fd = os.open(target, os.O_RDWR | os.O_APPEND)
     try:
-        plain = PosixEngine().run(verified_job(WRITE, fd, buf, [0]))
-        direct = PosixEngine().run(verified_job(WRITE, fd, buf, [4096], verify_direct=True))
+        plain = io_engine.run(verified_job(WRITE, fd, buf, [0]))
+        direct = io_engine.run(verified_job(WRITE, fd, buf, [4096], verify_direct=True))
     finally:
         os.close(fd)
         buf.close()

@@ -18,6 +18,7 @@ SYMLINK: int
 CUT: int
 FULL: int
 BLOCK: int
+SETUP: int
 OP_MKDIR: int
 OP_UNLINK: int
 OP_RMDIR: int
@@ -51,6 +52,25 @@ def file_run(
     starts: Array,
     ends: Array,
     intended: Array | None,
+    /,
+) -> tuple[int, int, int, int, int, int]: ...
+def file_aio(
+    fd: int,
+    fds: Array | None,
+    offsets: Array,
+    length: int,
+    reading: bool,
+    depth: int,
+    read_mem: Memory,
+    area_bytes: int,
+    pool: Memory | None,
+    window_words: int,
+    windows: int,
+    stamps: int,
+    pool_state: Array | None,
+    until_ns: int,
+    starts: Array,
+    ends: Array,
     /,
 ) -> tuple[int, int, int, int, int, int]: ...
 def entries_meta(

@@ -169,6 +169,9 @@ class Job:
     stop: threading.Event | None = None
     options: IoOptions = IoOptions()
     schedule_start_ns: int = 0  # the phase start: operation n is due n blocks' time later
+    # Operations the engine may keep in flight at once (the native engine's Linux AIO loop;
+    # the buffer must have been made for this depth). 1: one after the other.
+    depth: int = 1
 
 
 class StopEvent(threading.Event):
@@ -189,15 +192,28 @@ class StopEvent(threading.Event):
 
 
 class SlotBuffer:
-    """Page-aligned memory of one slot, allocated and filled once, before the phase starts."""
+    """Page-aligned memory of one slot, allocated and filled once, before the phase starts.
+
+    With ``depth`` > 1 (operations in flight at once, each needing memory of its own) it
+    holds ``depth`` read areas and at least twice as many write windows.
+    """
 
     def __init__(
-        self, block_size: int, *, for_write: bool, rng: np.random.Generator, stamp_base: int
+        self,
+        block_size: int,
+        *,
+        for_write: bool,
+        rng: np.random.Generator,
+        stamp_base: int,
+        depth: int = 1,
     ) -> None:
         self.block_size = block_size
+        self.depth = depth
         # Reads land in memory of their own, so an --rwmixpct read never changes what the
-        # slot writes next. (Untouched pages of it cost no memory.)
-        self.read_mem = mmap.mmap(-1, _round_up(block_size, PAGE))
+        # slot writes next. (Untouched pages of it cost no memory.) Area i of ``depth``
+        # starts at ``i * read_area``; the Python engine uses the first.
+        self.read_area = _round_up(block_size, PAGE)
+        self.read_mem = mmap.mmap(-1, depth * self.read_area)
         self.read_view = [memoryview(self.read_mem)[:block_size]]
         self.windows: list[list[memoryview]] = []
         self.window_words = 0  # 64-bit words from one window's start to the next
@@ -207,8 +223,8 @@ class SlotBuffer:
         self.pool: mmap.mmap | None = None  # the write pool (``mem``), None when only reading
         if not for_write:
             return
-        step, count = pool_windows(block_size)
-        size = pool_bytes(block_size)
+        step, count = pool_windows(block_size, depth)
+        size = pool_bytes(block_size, depth)
         self.pool = self.mem = mmap.mmap(-1, size)
         self.mem[:] = rng.bytes(size)
         view = memoryview(self.mem)
@@ -261,23 +277,31 @@ def _unmap(mem: mmap.mmap) -> None:
         mem.close()
 
 
-def pool_windows(block_size: int) -> tuple[int, int]:
-    """(bytes from one write window's start to the next, number of windows) of a pool."""
+def pool_windows(block_size: int, depth: int = 1) -> tuple[int, int]:
+    """(bytes from one write window's start to the next, number of windows) of a pool.
+
+    With ``depth`` operations in flight a window is reused only once the write that used
+    it last has completed; twice ``depth`` windows keep one slow write from holding up
+    the next ones (only a write ``2 * depth`` submissions old must be done).
+    """
     if block_size >= STAMP_SPACING:
         step = _round_up(block_size, STAMP_SPACING)
-        return step, 1 + POOL_SLACK // step
-    return _round_up(block_size, 8), POOL_WINDOWS
+        count = 1 + POOL_SLACK // step
+    else:
+        step, count = _round_up(block_size, 8), POOL_WINDOWS
+    return step, count if depth == 1 else max(count, 2 * depth)
 
 
-def pool_bytes(block_size: int) -> int:
+def pool_bytes(block_size: int, depth: int = 1) -> int:
     """The write pool of one slot: its windows, in whole pages."""
-    step, count = pool_windows(block_size)
+    step, count = pool_windows(block_size, depth)
     return _round_up((count - 1) * step + block_size, PAGE)
 
 
-def slot_buffer_bytes(block_size: int, *, for_write: bool) -> int:
+def slot_buffer_bytes(block_size: int, *, for_write: bool, depth: int = 1) -> int:
     """The memory one :class:`SlotBuffer` maps: read memory, and the pool when writing."""
-    return _round_up(block_size, PAGE) + (pool_bytes(block_size) if for_write else 0)
+    read = depth * _round_up(block_size, PAGE)
+    return read + (pool_bytes(block_size, depth) if for_write else 0)
 
 
 def _round_up(value: int, multiple: int) -> int:

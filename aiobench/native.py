@@ -89,18 +89,29 @@ class NativeEngine(PosixTargets):
         return run_entries(job, ops, _EntryArrays(len(ops), blocks), _files)
 
 
+def _targets(job: Job, ops: OpRun) -> tuple[int, npt.NDArray[np.int32] | None]:
+    """(the fd of every operation, None) or (-1, an fd per operation)."""
+    index = ops.path_index
+    if isinstance(index, int):
+        return job.fds[index], None
+    per_op = ops.path_array if ops.path_array is not None else np.asarray(index)
+    return -1, np.asarray(job.fds, dtype=np.int32)[per_op]
+
+
+def _offsets(ops: OpRun) -> Int64Array:
+    return np.fromiter(ops.offsets, dtype=np.int64, count=len(ops))  # (~2x np.array's speed)
+
+
 def _file_run(job: Job, ops: OpRun) -> RawBatch:
-    """A file-mode run in one call: the Python engine's ``_composed`` loop, in C."""
+    """A file-mode run in one call: the Python engine's ``_composed`` loop, in C; with a
+    depth above 1, plain reads and stamped writes go through Linux AIO (:func:`_aio_run`)."""
     buf = job.buf
     assert buf is not None
     opts, n = job.options, len(ops)
-    index = ops.path_index
-    fd, fds = -1, None
-    if isinstance(index, int):
-        fd = job.fds[index]
-    else:
-        per_op = ops.path_array if ops.path_array is not None else np.asarray(index)
-        fds = np.asarray(job.fds, dtype=np.int32)[per_op]
+    plain = ops.mix is None and not opts.rate_bytes_per_s and opts.verify is None
+    if job.depth > 1 and plain and (job.kind == READ or opts.block_var_pct is None):
+        return _aio_run(job, ops)
+    fd, fds = _targets(job, ops)
     starts, ends = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     rate = opts.rate_bytes_per_s
     intended = np.empty(n, dtype=np.int64) if rate else None
@@ -118,7 +129,7 @@ def _file_run(job: Job, ops: OpRun) -> RawBatch:
     status, done, err, a, b, c = _native.file_run(
         fd,
         fds,
-        np.array(ops.offsets, dtype=np.int64),
+        _offsets(ops),
         ops.length,
         reading,
         -1 if mix is None else mix.pct,
@@ -156,6 +167,54 @@ def _file_run(job: Job, ops: OpRun) -> RawBatch:
         batch.error = op_error(job, ops, done, errno.EIO, short_detail(a, b))
     elif status == _native.MISMATCH:
         batch.error = mismatch_error(job, ops, done, Mismatch(a, b, c))
+    return batch
+
+
+def _aio_run(job: Job, ops: OpRun) -> RawBatch:
+    """Up to ``job.depth`` operations in flight (io_submit/io_getevents), each timed from
+    its submission to the reaping of its completion; the instants in completion order.
+
+    After an operation ends past the budget nothing more is submitted, and what is in
+    flight completes, so the operations done are still the first of the run (the failing
+    one excepted, after an error).
+    """
+    buf = job.buf
+    assert buf is not None
+    if job.depth > buf.depth:
+        raise ValueError(f"a depth of {job.depth} needs a SlotBuffer made for it")
+    n, fd, fds = len(ops), *_targets(job, ops)
+    reading = job.kind == READ
+    starts, ends = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    pool_state = None if reading else _pool_state(buf.next_window, buf.next_stamp)
+    status, done, index, err, a, b = _native.file_aio(
+        fd,
+        fds,
+        _offsets(ops),
+        ops.length,
+        reading,
+        job.depth,
+        buf.read_mem,
+        buf.read_area,
+        buf.pool,
+        buf.window_words,
+        len(buf.windows),
+        buf.stamps_per_block,
+        pool_state,
+        job.until_ns,
+        starts,
+        ends,
+    )
+    if pool_state is not None:
+        buf.next_window, buf.next_stamp = int(pool_state[0]), int(pool_state[1])
+    batch = RawBatch(starts[:done], ends[:done])
+    if status == _native.ERRNO:
+        batch.error = op_error(job, ops, index, err, os.strerror(err))
+    elif status == _native.SHORT:
+        batch.error = op_error(job, ops, index, errno.EIO, short_detail(a, b))
+    elif status == _native.SETUP:
+        path = job.paths[ops.path_index if isinstance(ops.path_index, int) else ops.path_index[0]]
+        detail = f"io_setup: {os.strerror(err)}"
+        batch.error = BenchIOError(path=path, offset=None, errno=err, detail=detail)
     return batch
 
 

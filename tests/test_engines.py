@@ -25,7 +25,7 @@ from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
 from aiobench.verify import pattern
 from aiobench.workload import OpRun, RwMix
-from tests.conftest import make_cfg
+from tests.conftest import make_cfg, mounted_tmpfs, require_root_tools, run_tool
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"{native.build_error}")
 
@@ -516,3 +516,170 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
     assert where.startswith(str(unpacked))
     assert available == "False"
     assert why.startswith("the C extension aiobench._native is not built")
+
+
+# -- depth N: Linux native AIO (one run, up to depth operations in flight) -------------------
+
+
+def aio_job(kind: str, fd: int, buf: SlotBuffer, offsets: list[int], **over: Any) -> Job:
+    length = over.pop("length", buf.block_size)
+    until = over.pop("until_ns", 1 << 62)
+    return Job(kind, [fd], ["t"], OpRun(0, offsets, length), buf, until, **over)
+
+
+def in_flight_at_most(batch: RawBatch) -> int:
+    """The most operations the run's instants show in flight at one time."""
+    edges = sorted([(int(s), 1) for s in batch.starts] + [(int(e), -1) for e in batch.ends])
+    now = peak = 0
+    for _, step in edges:  # (an end before a start at the same instant)
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def test_a_buffer_for_depth_has_its_read_areas_and_windows() -> None:
+    buf = SlotBuffer(1 << 20, for_write=True, rng=np.random.default_rng(1), stamp_base=0, depth=4)
+    try:
+        assert buf.read_area == 1 << 20 and len(buf.read_mem) == 4 << 20
+        assert len(buf.windows) == 8  # a 1 MiB block has one window at depth 1
+    finally:
+        buf.close()
+    small = SlotBuffer(4096, for_write=True, rng=np.random.default_rng(1), stamp_base=0, depth=4)
+    try:
+        assert len(small.windows) == 65  # enough already
+    finally:
+        small.close()
+
+
+@pytest.mark.parametrize("block", [4096, 1 << 20])
+def test_depth_writes_leave_the_bytes_of_one_at_a_time(tmp_path: Path, block: int) -> None:
+    """Operation k takes the same window and stamps as at depth 1, whatever completes
+    first: the same file, the same slot state. Reads of it at depth complete, in
+    completion order, never more in flight than the depth."""
+    offsets = [int(o) * block for o in np.random.default_rng(4).permutation(48)]
+    seen = []
+    for name, depth in (("python", 1), ("native", 1), ("native", 8)):
+        target = tmp_path / f"{name}-{depth}"
+        buf = SlotBuffer(block, for_write=True, rng=np.random.default_rng(1), stamp_base=3,
+                         depth=8)  # fmt: skip
+        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            runs = [engine(name).run(aio_job(WRITE, fd, buf, part, depth=depth))
+                    for part in (offsets[:30], offsets[30:])]  # fmt: skip
+            reads = engine(name).run(aio_job(READ, fd, buf, offsets, depth=depth))
+        finally:
+            os.close(fd)
+            buf.close()
+        for batch in [*runs, reads]:
+            assert batch.error is None
+            assert bool(np.all(np.diff(batch.ends) >= 0)) and bool(
+                np.all(batch.starts <= batch.ends)
+            )
+            assert in_flight_at_most(batch) <= depth
+        assert [len(b.ends) for b in [*runs, reads]] == [30, 18, 48]
+        seen.append((target.read_bytes(), buf.next_window, buf.next_stamp))
+    assert seen[0] == seen[1] == seen[2]
+
+
+def test_a_depth_run_stops_submitting_past_its_budget(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    buf = SlotBuffer(4096, for_write=True, rng=np.random.default_rng(1), stamp_base=0, depth=4)
+    fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        batch = native.NativeEngine().run(
+            aio_job(WRITE, fd, buf, [i * 4096 for i in range(100)], depth=4, until_ns=0)
+        )
+    finally:
+        os.close(fd)
+        buf.close()
+    # The first completion ended past the budget: what was in flight then completed too,
+    # and those are the run's first operations (it goes on from there next time).
+    assert batch.error is None and 1 <= len(batch.ends) <= 4
+    assert buf.next_stamp == len(batch.ends) and buf.next_window == len(batch.ends)
+    assert target.stat().st_size == len(batch.ends) * 4096
+
+
+def test_a_depth_run_names_the_operation_that_failed(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(bytes(10 * 4096 - 100))  # block 9 reads 100 bytes short
+    buf = SlotBuffer(4096, for_write=False, rng=np.random.default_rng(1), stamp_base=0, depth=4)
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        offsets = [i * 4096 for i in range(10)]
+        errors = [
+            engine(name).run(aio_job(READ, fd, buf, offsets, depth=depth))
+            for name, depth in (("python", 1), ("native", 4))
+        ]
+        os.close(fd)
+        closed = native.NativeEngine().run(aio_job(READ, fd, buf, offsets, depth=4))
+    finally:
+        buf.close()
+    first, second = (batch.error for batch in errors)
+    assert first is not None and second is not None
+    assert first.to_dict() == second.to_dict()
+    assert str(second) == "t: offset 36864: EIO (short transfer: 3996 of 4096 bytes)"
+    assert [len(batch.ends) for batch in errors] == [9, 9]
+    assert closed.error is not None and closed.error.errno == errno.EBADF
+    assert closed.error.offset == 0 and len(closed.ends) == 0
+
+
+def test_file_aio_refuses_what_does_not_fit() -> None:
+    buf = SlotBuffer(4096, for_write=False, rng=np.random.default_rng(1), stamp_base=0, depth=2)
+    offsets = np.zeros(4, dtype=np.int64)
+    room = np.empty(4, dtype=np.int64)
+    try:
+        for depth, area, length, starts in [
+            (3, 4096, 4096, room),  # read memory for two areas only
+            (0, 4096, 4096, room),
+            (2, 4096, 8192, room),  # longer than an area
+            (2, 4096, 4096, room[:3]),
+        ]:
+            with pytest.raises(ValueError):
+                _native.file_aio(-1, None, offsets, length, True, depth, buf.read_mem, area,
+                                 None, 0, 0, 1, None, 1 << 62, starts, room)  # fmt: skip
+        with pytest.raises(ValueError):  # a write without a pool
+            _native.file_aio(-1, None, offsets, 4096, False, 2, buf.read_mem, 4096,
+                             None, 0, 0, 1, None, 1 << 62, room, room)  # fmt: skip
+    finally:
+        buf.close()
+
+
+@pytest.mark.root
+def test_depth_on_a_loop_device_with_direct_io(tmp_path: Path) -> None:
+    """O_DIRECT on a real block device (a loop device over a file in a tmpfs): random
+    reads and writes at depth 16 complete, and leave the bytes of depth 1."""
+    require_root_tools("loop devices", "losetup")
+    with mounted_tmpfs(tmp_path / "mnt", "size=40m") as mnt:
+        image = mnt / "img"
+        image.write_bytes(b"")
+        os.truncate(image, 16 << 20)
+        made = run_tool("losetup", "--find", "--show", str(image))
+        if made.returncode:
+            pytest.skip(f"no loop device: {made.stderr.strip()}")
+        device = made.stdout.strip()
+        try:
+            fd = os.open(device, os.O_RDWR | os.O_DIRECT)
+            try:
+                offsets = [int(o) * 4096 for o in np.random.default_rng(5).permutation(2048)]
+                written = []
+                for depth in (1, 16):
+                    buf = SlotBuffer(4096, for_write=True, rng=np.random.default_rng(2),
+                                     stamp_base=1, depth=16)  # fmt: skip
+                    try:
+                        wrote = native.NativeEngine().run(
+                            aio_job(WRITE, fd, buf, offsets, depth=depth)
+                        )
+                        read = native.NativeEngine().run(
+                            aio_job(READ, fd, buf, offsets, depth=depth)
+                        )
+                    finally:
+                        buf.close()
+                    for batch in (wrote, read):
+                        assert batch.error is None and len(batch.ends) == len(offsets)
+                        assert in_flight_at_most(batch) <= depth
+                    written.append(image.read_bytes()[: 8 << 20])
+                assert written[0] == written[1]
+            finally:
+                os.close(fd)
+        finally:
+            run_tool("losetup", "--detach", device)

@@ -16,7 +16,7 @@ import anyio
 from aiobench import __version__, interrupts, ioengines
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
-from aiobench.engine import Engine
+from aiobench.engine import Engine, StopEvent
 from aiobench.errors import EXIT_IO_ERROR, BenchIOError, ConfigError
 from aiobench.housekeeping import run_housekeeping
 from aiobench.kinds import DROPCACHE, MKDIRS, READ, RMDIRS, RMFILES, STAT, SYNC, WRITE
@@ -152,7 +152,7 @@ def run_benchmark(
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
     result.meta["ioengine"] = engine.name
     opened = _open(cfg, resolved, world)
-    stop = threading.Event()
+    stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
     try:
         executor = make_executor(cfg.slots)
     except BaseException:

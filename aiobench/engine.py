@@ -5,7 +5,9 @@ issues ``os.preadv``/``os.pwritev`` (file mode) and, in dir mode, ``mkdir``/``op
 ``stat``/``unlink``/``rmdir`` relative to each entry's parent dir, reached from the open PATH
 without following a symlink (:mod:`aiobench.nofollow`);
 :class:`NullEngine` issues nothing and sleeps a configurable time per operation, so the
-harness can be tested deterministically.
+harness can be tested deterministically. The Python engine is the reference of the native
+one (:mod:`aiobench.native`), which shares its dir-mode walk and error wording
+(:func:`run_entries`) and the error helpers of file mode.
 """
 
 from __future__ import annotations

@@ -345,6 +345,8 @@ class Engine(Protocol):
 
     def sync(self, fds: Sequence[int], paths: Sequence[str]) -> None: ...
 
+    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int: ...
+
 
 class PosixEngine(PosixTargets):
     """Real I/O from Python: one syscall per operation, timed around the syscall only."""

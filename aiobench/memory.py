@@ -94,7 +94,13 @@ def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tup
     per_slot = (1 + two) * recorder_bytes(-(-values // slots))
     per_slot += len(cfg.paths) * 3 * 8 if len(cfg.paths) > 1 else 0
     if moves_data:
-        per_slot += slot_buffer_bytes(layout.block_size, for_write=cfg.write)
+        buffers = slot_buffer_bytes(layout.block_size, for_write=cfg.write)
+        if cfg.direct and slots > 1:
+            # One slot may instead keep all of them in flight (Engine.slot_depth), with a
+            # pool of at least two windows per operation: count whichever is larger.
+            queued = slot_buffer_bytes(layout.block_size, for_write=cfg.write, depth=slots)
+            buffers = max(buffers, -(-queued // slots))
+        per_slot += buffers
     return per_slot, slots
 
 

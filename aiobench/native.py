@@ -23,6 +23,7 @@ from aiobench.dirmode import EntryRun
 from aiobench.engine import (
     BlockError,
     Int64Array,
+    IoOptions,
     Job,
     RawBatch,
     StopEvent,
@@ -75,6 +76,15 @@ class NativeEngine(PosixTargets):
         if build_error:
             raise RuntimeError(f"the native engine is not available: {build_error}")
 
+    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int:
+        """With ``--direct``, file-mode reads and writes keep ``--iodepth`` operations in
+        flight from one thread through Linux AIO, as fio's and elbencho's libaio engines
+        do. (On cached files io_submit does the I/O itself before it returns, so there
+        ``--iodepth`` stays a count of slots, each with its executor thread.)"""
+        if iodepth > 1 and options.direct and not dir_mode and _queues(kind, options):
+            return iodepth
+        return 1
+
     def run(self, job: Job) -> RawBatch:
         ops = job.ops
         if isinstance(ops, OpRun):
@@ -102,14 +112,20 @@ def _offsets(ops: OpRun) -> Int64Array:
     return np.fromiter(ops.offsets, dtype=np.int64, count=len(ops))  # (~2x np.array's speed)
 
 
+def _queues(kind: str, opts: IoOptions) -> bool:
+    """Whether file-mode operations of ``kind`` can go through Linux AIO: plain reads and
+    stamped writes (no pacing, pattern, check or block variance to do between them)."""
+    plain = not opts.rate_bytes_per_s and opts.verify is None
+    return plain and (kind == READ or (kind == WRITE and opts.block_var_pct is None))
+
+
 def _file_run(job: Job, ops: OpRun) -> RawBatch:
     """A file-mode run in one call: the Python engine's ``_composed`` loop, in C; with a
     depth above 1, plain reads and stamped writes go through Linux AIO (:func:`_aio_run`)."""
     buf = job.buf
     assert buf is not None
     opts, n = job.options, len(ops)
-    plain = ops.mix is None and not opts.rate_bytes_per_s and opts.verify is None
-    if job.depth > 1 and plain and (job.kind == READ or opts.block_var_pct is None):
+    if job.depth > 1 and ops.mix is None and _queues(job.kind, opts):
         return _aio_run(job, ops)
     fd, fds = _targets(job, ops)
     starts, ends = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)

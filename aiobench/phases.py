@@ -160,8 +160,10 @@ def _rwmix_pct(cfg: BenchConfig, kind: str) -> int | None:
 
 
 def _slots(
-    ctx: RunContext, kind: str, phase_index: int, streams: Sequence[Stream]
+    ctx: RunContext, kind: str, phase_index: int, streams: Sequence[Stream], depth: int
 ) -> list[list[Slot]]:
+    """Each thread's slots: ``--iodepth`` of them, or one keeping ``depth`` operations in
+    flight where the engine queues them itself."""
     cfg, layout = ctx.cfg, ctx.layout
     # Each MPI rank fills its pools from its own stream (one process: ids start at 0).
     seeds = [cfg.seed, phase_index, (1 << 32) + ctx.ids.start]
@@ -179,6 +181,7 @@ def _slots(
             for_write=kind == WRITE,
             rng=rng,
             stamp_base=salt + ((rank * cfg.iodepth + i) << 40),
+            depth=depth,
         )
 
     def slot(rank: int, i: int) -> Slot:
@@ -186,7 +189,8 @@ def _slots(
         return Slot(buffer(rank, i), per_path=per_path)
 
     # A slot that can never get an operation gets no memory (the budget counts the same).
-    counts = [slots_with_work(cfg.iodepth, s.total_ops, cfg.infloop) for s in streams]
+    per_thread = 1 if depth > 1 else cfg.iodepth
+    counts = [slots_with_work(per_thread, s.total_ops, cfg.infloop) for s in streams]
     slots: list[list[Slot]] = []
     try:
         for rank, count in zip(ctx.ids, counts, strict=True):
@@ -258,21 +262,31 @@ async def run_phase(
     setup_ns = perf_counter_ns()
     name = phase_name(kind, _rwmix_pct(cfg, kind))
     streams = _streams(ctx, kind, phase_index)
-    slots = _slots(ctx, kind, phase_index, streams)
+    options = IoOptions(
+        direct=cfg.direct,
+        ignore_missing=cfg.nodelerr,
+        verify=cfg.verify,
+        verify_direct=cfg.verifydirect,
+        block_var_pct=cfg.blockvarpct,
+        rate_bytes_per_s=_rate_limit(cfg, ctx.layout, kind),
+    )
+    mixed = _rwmix_pct(cfg, kind) is not None
+    depth = (
+        1
+        if mixed
+        else ctx.engine.slot_depth(
+            kind, options, cfg.iodepth, dir_mode=isinstance(ctx.layout, DirLayout)
+        )
+    )
+    slots = _slots(ctx, kind, phase_index, streams, depth)
     shared = PhaseShared(
         kind=kind,
         engine=ctx.engine,
         executor=ctx.executor,
         fds=ctx.fds,
         paths=ctx.paths,
-        options=IoOptions(
-            direct=cfg.direct,
-            ignore_missing=cfg.nodelerr,
-            verify=cfg.verify,
-            verify_direct=cfg.verifydirect,
-            block_var_pct=cfg.blockvarpct,
-            rate_bytes_per_s=_rate_limit(cfg, ctx.layout, kind),
-        ),
+        options=options,
+        depth=depth,
         stop=ctx.stop,
     )
     finished: list[int] = [0] * len(streams)

@@ -13,9 +13,13 @@ import ctypes
 import ctypes.util
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from aiobench.errors import BenchIOError
 from aiobench.nofollow import explain, reuse_dir
+
+if TYPE_CHECKING:
+    from aiobench.engine import IoOptions
 
 # Mode of the dirs and files dir mode creates (less the umask), as mkdir(1) and touch(1).
 DIR_MODE = 0o777
@@ -32,6 +36,12 @@ def _syncfs(fd: int) -> None:
 
 class PosixTargets:
     """Untimed work on open targets (file or dir fds, with the paths they were opened at)."""
+
+    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int:
+        """How many operations one slot keeps in flight: 1 here, so a thread runs
+        ``iodepth`` slots, one executor thread each; an engine that queues operations
+        asynchronously runs one slot per thread with up to ``iodepth`` in flight."""
+        return 1
 
     def prepare_files(
         self,

@@ -89,6 +89,7 @@ class PhaseShared:
     fds: Sequence[int]
     paths: Sequence[str]
     options: IoOptions = field(default_factory=IoOptions)
+    depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
     deadline_ns: int = 0
     start_ns: int = 0
     first_done_ns: int | None = None
@@ -186,8 +187,9 @@ def _execute(
         gate.arrive()
         if shared.stop.is_set():
             return Done(run, _NONE, _NONE, _NONE, None), None
+    queued = min(shared.depth, len(run))  # operations this run keeps in flight at once
     with shared.lock:
-        shared.inflight += 1
+        shared.inflight += queued
         shared.peak_inflight = max(shared.peak_inflight, shared.inflight)
     until = perf_counter_ns() + TARGET_BATCH_NS
     if shared.deadline_ns:
@@ -203,12 +205,13 @@ def _execute(
         stop=shared.stop,
         options=shared.options,
         schedule_start_ns=shared.start_ns,
+        depth=shared.depth,
     )
     try:
         raw = shared.engine.run(job)
     finally:
         with shared.lock:
-            shared.inflight -= 1
+            shared.inflight -= queued
     ends, io_ends = raw.ends, raw.io_ends
     unit_latency = ends - raw.starts
     io_latency = None

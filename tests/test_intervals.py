@@ -437,9 +437,7 @@ async def test_last_interval_is_cut_at_last_done_even_when_the_loop_is_late(
     # instant must not be recorded, and the last one is still cut at that instant.
     real = run_thread
 
-    async def late(
-        shared: PhaseShared, stream: Stream, slots: list[Slot], gate: StartGate
-    ) -> int:
+    async def late(shared: PhaseShared, stream: Stream, slots: list[Slot], gate: StartGate) -> int:
         end = await real(shared, stream, slots, gate)
         await anyio.sleep(0.1)
         return end

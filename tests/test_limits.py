@@ -223,7 +223,7 @@ def test_budget_counts_the_slots_a_phase_allocates(tmp_path: Path, over: dict[st
         stop=None,  # type: ignore[arg-type]
     )
     streams = _streams(ctx, "WRITE", 0)
-    slots = _slots(ctx, "WRITE", 0, streams)
+    slots = _slots(ctx, "WRITE", 0, streams, 1)
     try:
         counted = slot_needs(cfg, resolved.layout, cfg.threads)[1]
         assert max(len(s) for s in slots) == counted

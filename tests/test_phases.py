@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from time import perf_counter_ns
@@ -192,3 +193,28 @@ async def test_every_slot_is_ready_before_the_clock_starts(
     assert min(engine.first.values()) >= shared.start_ns
     assert phase.last_done.ops == 512
     assert phase.startup_ns > 0
+
+
+async def test_direct_io_at_depth_runs_one_queued_slot_per_thread(
+    tmp_path: Path, io_engine: Engine
+) -> None:
+    """--direct --iodepth 8: the native engine keeps the 8 operations of each thread in
+    flight from one slot (Linux AIO); the Python engine runs 8 slots. Both do all the
+    work, and 2 x 8 operations are in flight at the peak either way."""
+    target = tmp_path / "f"
+    target.write_bytes(bytes(range(256)) * 4096)  # 1 MiB
+    cfg = make_cfg(
+        [str(target)], threads=2, iodepth=8, block="4k", size="1m", direct=True, read=True,
+        write=False, rand=True, randamount="64m",
+    )  # fmt: skip
+    fd = os.open(target, os.O_RDONLY | os.O_DIRECT)
+    ctx = context(cfg, Layout((1 << 20,), 4096), io_engine, [fd])
+    try:
+        phase, shared = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+        os.close(fd)
+    assert shared.error is None
+    assert shared.depth == (8 if io_engine.name == "native" else 1)
+    assert phase.last_done.ops == 64 * 256 and phase.io_latency.count == 64 * 256
+    assert phase.peak_inflight_ops == 16

@@ -44,8 +44,10 @@ def io_chars(pid: int, key: str) -> int:
     raise AssertionError(f"no {key} in /proc/{pid}/io")
 
 
-def wait_until_busy(proc: subprocess.Popen[str], writing: bool) -> None:
-    """Wait MIN_RUNNING_S, then until the process moves >= 4 MiB of I/O in 100 ms."""
+def wait_until_busy(proc: subprocess.Popen[str], writing: bool, live_csv: Path | None) -> None:
+    """Wait MIN_RUNNING_S, then until the process moves >= 4 MiB of I/O in 100 ms; or,
+    with ``live_csv``, until the run's --livecsv holds a record of the phase (Linux AIO
+    reads, as the native engine's with --direct --iodepth, do not count in rchar)."""
     time.sleep(MIN_RUNNING_S)
     key = "wchar" if writing else "rchar"
     deadline = time.monotonic() + MAX_STARTUP_S
@@ -53,7 +55,10 @@ def wait_until_busy(proc: subprocess.Popen[str], writing: bool) -> None:
         assert proc.poll() is None, f"aiobench exited early: {proc.communicate()}"
         before = io_chars(proc.pid, key)
         time.sleep(0.1)
-        if io_chars(proc.pid, key) - before >= 4 * MIB:
+        if live_csv is not None:
+            if live_csv.exists() and len(live_csv.read_text().splitlines()) >= 2:
+                return
+        elif io_chars(proc.pid, key) - before >= 4 * MIB:
             return
     pytest.fail("the benchmark phase did not start doing I/O")
 
@@ -78,7 +83,7 @@ def command(workload: str, tmp_path: Path, out: Path) -> list[str]:
         # Sparse file: 4k reads of holes; --randamount makes the phase last minutes,
         # --timelimit 60 would end it anyway.
         target = sparse_file(tmp_path / "f1", 256 * MIB)
-        opts = "-r -b 4k -t 2 --rand --randamount 64g -s 256m --timelimit 60"
+        opts = "-r -b 4k -t 2 --rand --randamount 4t -s 256m --timelimit 60"
         args = [*opts.split(), target]
     elif workload == "write":
         # -w then -r: the write phase (2 GiB of 4k random writes) is interrupted and the
@@ -88,8 +93,9 @@ def command(workload: str, tmp_path: Path, out: Path) -> list[str]:
     else:
         # The read seed command: 256 slots of O_DIRECT reads in flight when the signal lands.
         files = [sparse_file(tmp_path / f"file{i}", 64 * MIB) for i in range(1, 5)]
-        opts = "-r -b 4k -t 16 --iodepth 16 --direct --rand --randamount 64g --timelimit 60"
-        args = [*opts.split(), *files]
+        opts = "-r -b 4k -t 16 --iodepth 16 --direct --rand --randamount 4t --timelimit 60"
+        live = ["--livecsv", str(tmp_path / "live.csv"), "--liveint", "100"]
+        args = [*opts.split(), *live, *files]
     return [
         sys.executable,
         "-m",
@@ -112,7 +118,8 @@ def test_signal_stops_run_and_reports(
     env = dict(os.environ, PYTHONWARNINGS="error")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        wait_until_busy(proc, writing=phase == "WRITE")
+        live_csv = tmp_path / "live.csv" if workload == "seed-read" else None
+        wait_until_busy(proc, writing=phase == "WRITE", live_csv=live_csv)
         sent = time.monotonic()
         proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=30)
@@ -148,7 +155,8 @@ def test_signal_stops_run_and_reports(
     assert not list(tmp_path.glob(".aiobench-*")), "temporary JSON file left behind"
     # The write run created f1 and did not fill it: removed. The other files are the test's.
     left = sorted(p.name for p in tmp_path.iterdir() if p.name != out.name)
-    expected = {"write": [], "read": ["f1"]}.get(workload, [f"file{i}" for i in range(1, 5)])
+    seed_files = [f"file{i}" for i in range(1, 5)] + ["live.csv"]
+    expected = {"write": [], "read": ["f1"]}.get(workload, seed_files)
     assert left == expected
 
 

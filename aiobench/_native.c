@@ -19,7 +19,9 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/aio_abi.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -66,6 +68,64 @@ sleep_until(int64_t instant_ns)
     struct timespec ts = {instant_ns / 1000000000, instant_ns % 1000000000};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
+}
+
+/* -- the start gate ------------------------------------------------------------------ *
+ * A phase's common start (aiobench.engine.StartGate): int64 gate[0] the state
+ * (0 closed, GATE_OPEN, GATE_STOPPED: open, but the phase was stopped before it started)
+ * and gate[1] the phase's time limit (0: none). A slot's first run waits here inside its
+ * call, without the GIL, and all are released by one futex wake: none needs the GIL
+ * between the release and its first operation, so at -t 1024 they all start together.
+ */
+enum { GATE_OPEN = 1, GATE_STOPPED = 2 };
+
+static int32_t *
+gate_word(int64_t *gate)
+{
+#if __BYTE_ORDER == __LITTLE_ENDIAN
+    return (int32_t *)gate; /* the low half of gate[0], where its small values live */
+#else
+    return (int32_t *)gate + 1;
+#endif
+}
+
+/* Wait for the gate to open; then whether to run, and the run's end instant: ``budget_ns``
+ * from now, or the time limit if that comes first. */
+static int
+gate_pass(int64_t *gate, int64_t budget_ns, long long *until_ns)
+{
+    int32_t *word = gate_word(gate);
+    int32_t state;
+    while ((state = __atomic_load_n(word, __ATOMIC_ACQUIRE)) == 0)
+        syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    if (state == GATE_STOPPED)
+        return 0;
+    int64_t until = now_ns() + budget_ns, limit = gate[1];
+    *until_ns = limit > 0 && limit < until ? limit : until;
+    return 1;
+}
+
+PyDoc_STRVAR(gate_open_doc,
+"gate_open(gate, state)\n\nOpen the start gate (state 1, or 2: the phase was stopped) and\n"
+"wake every run waiting at it; gate[1] (the time limit) is set before.");
+
+static PyObject *
+gate_open(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    int state;
+    if (!PyArg_ParseTuple(args, "w*i:gate_open", &view, &state))
+        return NULL;
+    if (view.len < 16 || ((uintptr_t)view.buf & 7) || (state != GATE_OPEN && state != GATE_STOPPED)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "gate: two int64, and a state of 1 or 2");
+        return NULL;
+    }
+    int32_t *word = gate_word(view.buf);
+    __atomic_store_n(word, state, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
 }
 
 /* The syscalls, retried on EINTR (as Python's os functions do, PEP 475). */
@@ -300,18 +360,20 @@ file_run(PyObject *self, PyObject *args)
     double ns_per_op;
     Py_ssize_t length, var_words, window_words, windows, stamps;
     PyObject *fds_o, *offsets_o, *sfc_o, *rmem_o, *pool_o, *state_o, *starts_o, *ends_o, *due_o;
-    if (!PyArg_ParseTuple(args, "iOOnpiLdLLpKpnOOOnnnOLOOO:file_run", &fd0, &fds_o, &offsets_o,
-                          &length, &reading, &mix_pct, &mix_base, &ns_per_op, &schedule_ns,
-                          &first_seq, &verify, &salt, &verify_direct, &var_words, &sfc_o,
-                          &rmem_o, &pool_o, &window_words, &windows, &stamps, &state_o,
-                          &until_ns, &starts_o, &ends_o, &due_o))
+    PyObject *gate_o = Py_None;
+    if (!PyArg_ParseTuple(args, "iOOnpiLdLLpKpnOOOnnnOLOOO|O:file_run", &fd0, &fds_o,
+                          &offsets_o, &length, &reading, &mix_pct, &mix_base, &ns_per_op,
+                          &schedule_ns, &first_seq, &verify, &salt, &verify_direct, &var_words,
+                          &sfc_o, &rmem_o, &pool_o, &window_words, &windows, &stamps, &state_o,
+                          &until_ns, &starts_o, &ends_o, &due_o, &gate_o))
         return NULL;
     Views v = {.count = 0};
     int32_t *fds;
     int64_t *offsets, *starts, *ends, *dues;
     uint64_t *sfc, *state;
     uint8_t *rmem, *pool_mem;
-    Py_ssize_t n_fds, n, n_starts, n_ends, n_dues, n_sfc, n_state, rmem_len, pool_len;
+    int64_t *gate;
+    Py_ssize_t n_fds, n, n_starts, n_ends, n_dues, n_sfc, n_state, rmem_len, pool_len, n_gate;
     if (take(&v, fds_o, 0, 4, "fds", (void **)&fds, &n_fds) ||
         take(&v, offsets_o, 0, 8, "offsets", (void **)&offsets, &n) ||
         take(&v, sfc_o, 1, 8, "sfc", (void **)&sfc, &n_sfc) ||
@@ -320,7 +382,8 @@ file_run(PyObject *self, PyObject *args)
         take(&v, state_o, 1, 8, "pool_state", (void **)&state, &n_state) ||
         take(&v, starts_o, 1, 8, "starts", (void **)&starts, &n_starts) ||
         take(&v, ends_o, 1, 8, "ends", (void **)&ends, &n_ends) ||
-        take(&v, due_o, 1, 8, "intended", (void **)&dues, &n_dues))
+        take(&v, due_o, 1, 8, "intended", (void **)&dues, &n_dues) ||
+        take(&v, gate_o, 1, 8, "gate", (void **)&gate, &n_gate))
         goto fail;
     int pacing = ns_per_op > 0;
     int may_write = !reading || mix_pct >= 0;
@@ -333,6 +396,8 @@ file_run(PyObject *self, PyObject *args)
         wrong = "starts/ends/intended: shorter than the run";
     else if (rmem_len < length)
         wrong = "read_mem: shorter than a block";
+    else if (n_gate == 1)
+        wrong = "gate: state and time limit (int64), or None";
     else if (var_words >= 0 && may_write && !verify &&
              (pool_len < length || var_words > pool_len / 8 || (var_words && n_sfc < 4)))
         wrong = "blockvar: the block, its refilled words or the SFC64 state do not fit";
@@ -353,6 +418,8 @@ file_run(PyObject *self, PyObject *args)
     uint64_t a = 0, b = 0, c = 0;
     Py_ssize_t done = 0;
     Py_BEGIN_ALLOW_THREADS
+    if (n_gate && !gate_pass(gate, until_ns, &until_ns)) /* (gated: until_ns is the budget) */
+        n = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int fd = n_fds ? fds[i] : fd0;
         int64_t off = offsets[i];
@@ -570,16 +637,19 @@ file_aio(PyObject *self, PyObject *args)
     long long until_ns;
     Py_ssize_t length, depth, area_bytes, window_words, windows, stamps;
     PyObject *fds_o, *offsets_o, *rmem_o, *pool_o, *state_o, *starts_o, *ends_o;
-    if (!PyArg_ParseTuple(args, "iOOnpnOnOnnnOLOO:file_aio", &fd0, &fds_o, &offsets_o, &length,
-                          &reading, &depth, &rmem_o, &area_bytes, &pool_o, &window_words,
-                          &windows, &stamps, &state_o, &until_ns, &starts_o, &ends_o))
+    PyObject *gate_o = Py_None;
+    if (!PyArg_ParseTuple(args, "iOOnpnOnOnnnOLOO|O:file_aio", &fd0, &fds_o, &offsets_o,
+                          &length, &reading, &depth, &rmem_o, &area_bytes, &pool_o,
+                          &window_words, &windows, &stamps, &state_o, &until_ns, &starts_o,
+                          &ends_o, &gate_o))
         return NULL;
     Views v = {.count = 0};
     int32_t *fds;
     int64_t *offsets, *starts, *ends;
     uint64_t *state;
     uint8_t *rmem, *pool_mem;
-    Py_ssize_t n_fds, n, n_starts, n_ends, n_state, rmem_len, pool_len;
+    int64_t *gate;
+    Py_ssize_t n_fds, n, n_starts, n_ends, n_state, rmem_len, pool_len, n_gate;
     Flight *flights = NULL;
     struct iocb **batch = NULL;
     struct io_event *events = NULL;
@@ -590,7 +660,8 @@ file_aio(PyObject *self, PyObject *args)
         take(&v, pool_o, 1, 1, "pool", (void **)&pool_mem, &pool_len) ||
         take(&v, state_o, 1, 8, "pool_state", (void **)&state, &n_state) ||
         take(&v, starts_o, 1, 8, "starts", (void **)&starts, &n_starts) ||
-        take(&v, ends_o, 1, 8, "ends", (void **)&ends, &n_ends))
+        take(&v, ends_o, 1, 8, "ends", (void **)&ends, &n_ends) ||
+        take(&v, gate_o, 1, 8, "gate", (void **)&gate, &n_gate))
         goto fail;
     const char *wrong = NULL;
     if (depth < 1 || depth > 65536)
@@ -603,6 +674,8 @@ file_aio(PyObject *self, PyObject *args)
         wrong = "starts/ends: shorter than the run";
     else if (reading && (area_bytes < 0 || area_bytes > rmem_len / depth))
         wrong = "read_mem: shorter than depth areas";
+    else if (n_gate == 1)
+        wrong = "gate: state and time limit (int64), or None";
     if (wrong) {
         PyErr_SetString(PyExc_ValueError, wrong);
         goto fail;
@@ -624,6 +697,8 @@ file_aio(PyObject *self, PyObject *args)
     uint64_t a = 0, b = 0;
     Py_ssize_t done = 0, index = -1;
     Py_BEGIN_ALLOW_THREADS
+    if (n_gate && !gate_pass(gate, until_ns, &until_ns)) /* (gated: until_ns is the budget) */
+        n = 0;
     aio_context_t ctx = 0;
     Py_ssize_t next = 0, inflight = 0, n_free = depth;
     for (Py_ssize_t j = 0; j < depth; j++)
@@ -1066,6 +1141,7 @@ static PyMethodDef methods[] = {
     {"file_aio", file_aio, METH_VARARGS, file_aio_doc},
     {"entries_meta", entries_meta, METH_VARARGS, entries_meta_doc},
     {"entries_files", entries_files, METH_VARARGS, entries_files_doc},
+    {"gate_open", gate_open, METH_VARARGS, gate_open_doc},
     {NULL, NULL, 0, NULL},
 };
 

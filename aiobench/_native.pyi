@@ -52,6 +52,7 @@ def file_run(
     starts: Array,
     ends: Array,
     intended: Array | None,
+    gate: Array | None = None,
     /,
 ) -> tuple[int, int, int, int, int, int]: ...
 def file_aio(
@@ -71,6 +72,7 @@ def file_aio(
     until_ns: int,
     starts: Array,
     ends: Array,
+    gate: Array | None = None,
     /,
 ) -> tuple[int, int, int, int, int, int]: ...
 def entries_meta(
@@ -113,3 +115,4 @@ def entries_files(
     stop: Array | None,
     /,
 ) -> tuple[int, int, int, int, int, int, int, int]: ...
+def gate_open(gate: Array, state: int) -> None: ...

@@ -12,7 +12,9 @@ one (:mod:`aiobench.native`), which shares its dir-mode walk and error wording
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import errno
 import mmap
 import os
@@ -35,6 +37,11 @@ from aiobench.nofollow import ParentDirs, WalkError, explain, reuse_dir, symlink
 from aiobench.posix import FILE_MODE, PosixTargets
 from aiobench.verify import Mismatch, check, pattern
 from aiobench.workload import OpRun
+
+try:  # the native engine's half of the start gate (the extension is optional)
+    from aiobench import _native
+except ImportError:
+    _native = None  # type: ignore[assignment]
 
 PAGE = mmap.PAGESIZE
 # Each 4 KiB of every written block starts with a unique 64-bit stamp, so no two written
@@ -174,6 +181,77 @@ class Job:
     # Operations the engine may keep in flight at once (the native engine's Linux AIO loop;
     # the buffer must have been made for this depth). 1: one after the other.
     depth: int = 1
+    # A slot's first run: wait at the phase's start gate first; ``until_ns`` is then the
+    # run's budget from the start instant (see :meth:`released`).
+    gate: StartGate | None = None
+
+    def released(self) -> Job | None:
+        """This job once its gate opened (its ``until_ns`` absolute, the schedule from the
+        start), or None when the phase was stopped before it started; ungated: itself."""
+        if self.gate is None:
+            return self
+        until = self.gate.until(self.until_ns)
+        if until is None:
+            return None
+        start = int(self.gate.word[2])
+        return dataclasses.replace(self, until_ns=until, gate=None, schedule_start_ns=start)
+
+
+class StartGate:
+    """The common start of a phase: every slot's first run waits here, in its executor
+    thread, until all of them are waiting and the clock has started.
+
+    So thread start-up, first-run hand-over and the event loop's ramp-up over many slots
+    happen before the clock, not inside the timed phase. The native engine waits inside
+    its C call, on :attr:`word` (``[state, time limit]``, see ``gate_pass`` in _native.c),
+    so that no run needs the interpreter's lock between the release and its first
+    operation; the others wait on an event.
+    """
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.word = np.zeros(3, dtype=np.int64)  # state, time limit, start instant
+        self._arrived = 0
+        self._lock = threading.Lock()
+        self._loop = asyncio.get_running_loop()
+        self._all_arrived = asyncio.Event()
+        self._open = threading.Event()
+        if expected == 0:
+            self._all_arrived.set()
+
+    def register(self) -> None:
+        """In an executor thread: this slot's first run is about to wait here."""
+        with self._lock:
+            self._arrived += 1
+            if self._arrived == self.expected:
+                self._loop.call_soon_threadsafe(self._all_arrived.set)
+
+    async def all_arrived(self) -> None:
+        await self._all_arrived.wait()
+
+    def open(self, start_ns: int, deadline_ns: int, *, stopped: bool) -> None:
+        """Release every run (with ``stopped``, to do nothing: the phase was stopped before
+        it started); ``deadline_ns`` is the phase's time limit (0 = none)."""
+        self.word[1], self.word[2] = deadline_ns, start_ns
+        state = _GATE_STOPPED if stopped else _GATE_OPEN
+        if _native is not None:
+            _native.gate_open(self.word, state)
+        else:
+            self.word[0] = state
+        self._open.set()
+
+    def until(self, budget_ns: int) -> int | None:
+        """Wait for the start; then the end of a run's ``budget_ns`` (or the time limit if
+        that comes first), or None when the phase was stopped before it started."""
+        self._open.wait()
+        if self.word[0] == _GATE_STOPPED:
+            return None
+        until = perf_counter_ns() + budget_ns
+        limit = int(self.word[1])
+        return min(until, limit) if limit else until
+
+
+_GATE_OPEN, _GATE_STOPPED = 1, 2
 
 
 class StopEvent(threading.Event):
@@ -319,7 +397,8 @@ class Engine(Protocol):
 
     def run(self, job: Job) -> RawBatch:
         """Run the job's operations in order until all are done or one ends after
-        ``until_ns``; called in an executor thread."""
+        ``until_ns``; called in an executor thread. A gated job (a slot's first run)
+        waits for the phase's start first (:meth:`Job.released`)."""
         ...
 
     def prepare_files(
@@ -354,6 +433,10 @@ class PosixEngine(PosixTargets):
     name = "python"
 
     def run(self, job: Job) -> RawBatch:
+        released = job.released()
+        if released is None:
+            return _Lists().batch()  # the phase was stopped before it started
+        job = released
         if isinstance(job.ops, EntryRun):
             return run_entries(job, job.ops, _Lists(), _python_loop(job.kind))
         ops = job.ops
@@ -809,6 +892,10 @@ class NullEngine(PosixTargets):
         self.delay_ns = delay_ns or (lambda _index: 0)
 
     def run(self, job: Job) -> RawBatch:
+        released = job.released()
+        if released is None:
+            return _Lists().batch()
+        job = released
         ops, until_ns = job.ops, job.until_ns
         batch = _Lists()
         index = ops.path_index

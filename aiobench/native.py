@@ -87,6 +87,12 @@ class NativeEngine(PosixTargets):
 
     def run(self, job: Job) -> RawBatch:
         ops = job.ops
+        if isinstance(ops, OpRun) and not job.options.rate_bytes_per_s:
+            return _file_run(job, ops)  # (gated: the C call waits at the gate itself)
+        released = job.released()  # paced runs need the start instant before they begin
+        if released is None:
+            return RawBatch(_NONE, _NONE)
+        job = released
         if isinstance(ops, OpRun):
             return _file_run(job, ops)
         blocks = ops.blocks_per_entry
@@ -168,6 +174,7 @@ def _file_run(job: Job, ops: OpRun) -> RawBatch:
         starts,
         ends,
         intended,
+        None if job.gate is None else job.gate.word,
     )
     if pool_state is not None:
         buf.next_window, buf.next_stamp = int(pool_state[0]), int(pool_state[1])
@@ -219,6 +226,7 @@ def _aio_run(job: Job, ops: OpRun) -> RawBatch:
         job.until_ns,
         starts,
         ends,
+        None if job.gate is None else job.gate.word,
     )
     if pool_state is not None:
         buf.next_window, buf.next_stamp = int(pool_state[0]), int(pool_state[1])

@@ -16,7 +16,7 @@ import numpy as np
 from aiobench import interrupts
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryStream
-from aiobench.engine import Engine, IoOptions, SlotBuffer
+from aiobench.engine import Engine, IoOptions, SlotBuffer, StartGate
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, phase_name
 from aiobench.memory import slots_with_work
@@ -34,7 +34,7 @@ from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout, Slice
 from aiobench.timeline import CounterTimeline
 from aiobench.units import rate
-from aiobench.worker import PhaseShared, Slot, StartGate, Stream, first_run, run_thread
+from aiobench.worker import PhaseShared, Slot, Stream, first_run, run_thread
 from aiobench.workload import OpStream, RwMix, ops_per_thread
 
 # While an interval has ended but a run handed over before its end is still out, the
@@ -327,9 +327,9 @@ async def run_phase(
                         ctx.world.barrier()  # the common start of all ranks (all are ready)
                     wall_start, series = _start(ctx, name, shared, streams, cpu)
                 finally:
-                    if shared.start_ns == 0:
-                        shared.stop.set()  # nothing was started: the waiting runs do nothing
-                    gate.open()
+                    # Not started (an error or cancellation): the waiting runs do nothing.
+                    stopped = shared.start_ns == 0 or shared.stop.is_set()
+                    gate.open(shared.start_ns, shared.deadline_ns, stopped=stopped)
                 watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
             watcher.cancel_scope.cancel()
         if ctx.world is not None:

@@ -20,7 +20,7 @@ import anyio
 import numpy as np
 
 from aiobench.dirmode import EntryRun, EntryStream
-from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
+from aiobench.engine import Engine, IoOptions, Job, SlotBuffer, StartGate
 from aiobench.errors import BenchIOError
 from aiobench.intervals import IntervalSeries
 from aiobench.stats import Int64Array, LatencyRecorder
@@ -36,47 +36,12 @@ MAX_BATCH_OPS = 65_536
 # Operations handed over for the first run, before the pace is known; what the budget
 # leaves undone stays with the slot for its next run.
 _FIRST_RUN = 256
-_NONE: Int64Array = np.empty(0, dtype=np.int64)
 # Runs a slot keeps until the first-done instant is known: the instant is published a few
 # event-loop turns after it happened, and a slot completes at most one run per turn.
 _RING = 8
 
 Stream = OpStream | EntryStream
 Run = OpRun | EntryRun
-
-
-class StartGate:
-    """The common start of a phase: every slot's first run waits here, in its executor
-    thread, until all of them are waiting and the clock has started.
-
-    So thread start-up, first-run hand-over and the event loop's ramp-up over many slots
-    happen before the clock, not inside the timed phase (at ``-t 1024`` the last slots
-    started long after the first had finished otherwise).
-    """
-
-    def __init__(self, expected: int) -> None:
-        self.expected = expected
-        self._arrived = 0
-        self._lock = threading.Lock()
-        self._loop = asyncio.get_running_loop()
-        self._all_arrived = asyncio.Event()
-        self._open = threading.Event()
-        if expected == 0:
-            self._all_arrived.set()
-
-    def arrive(self) -> None:
-        """In an executor thread: wait for the start (returns at once once open)."""
-        with self._lock:
-            self._arrived += 1
-            if self._arrived == self.expected:
-                self._loop.call_soon_threadsafe(self._all_arrived.set)
-        self._open.wait()
-
-    async def all_arrived(self) -> None:
-        await self._all_arrived.wait()
-
-    def open(self) -> None:
-        self._open.set()
 
 
 @dataclass(slots=True)
@@ -181,19 +146,19 @@ def _execute(
 ) -> tuple[Done, BenchIOError | None]:
     """Runs in an executor thread: the I/O, then latency folding (outside the timed part).
 
-    A slot's first run waits at the phase's ``gate`` first; one that finds the phase
-    stopped by then does nothing."""
+    A slot's first run waits at the phase's ``gate``, inside the engine (which starts
+    its time budget there); one that finds the phase stopped by then does nothing."""
     if gate is not None:
-        gate.arrive()
-        if shared.stop.is_set():
-            return Done(run, _NONE, _NONE, _NONE, None), None
+        gate.register()
     queued = min(shared.depth, len(run))  # operations this run keeps in flight at once
     with shared.lock:
         shared.inflight += queued
         shared.peak_inflight = max(shared.peak_inflight, shared.inflight)
-    until = perf_counter_ns() + TARGET_BATCH_NS
-    if shared.deadline_ns:
-        until = min(until, shared.deadline_ns)
+    until = TARGET_BATCH_NS  # gated: the budget from the start (Job.gate)
+    if gate is None:
+        until += perf_counter_ns()
+        if shared.deadline_ns:
+            until = min(until, shared.deadline_ns)
     job = Job(
         shared.kind,
         shared.fds,
@@ -206,6 +171,7 @@ def _execute(
         options=shared.options,
         schedule_start_ns=shared.start_ns,
         depth=shared.depth,
+        gate=gate,
     )
     try:
         raw = shared.engine.run(job)

@@ -30,7 +30,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench import phases
 from aiobench.dirmode import DirLayout, EntryRun
-from aiobench.engine import Engine, NullEngine
+from aiobench.engine import Engine, NullEngine, StartGate
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import READ, WRITE
 from aiobench.phases import Observer
@@ -38,7 +38,7 @@ from aiobench.results import IntervalStats, PhaseResult, Progress
 from aiobench.stats import Int64Array
 from aiobench.targets import Layout
 from aiobench.units import rate
-from aiobench.worker import PhaseShared, Slot, StartGate, Stream, run_thread
+from aiobench.worker import PhaseShared, Slot, Stream, run_thread
 from aiobench.workload import OpRun
 from tests.conftest import Ext4Loop, RunCli, make_cfg
 from tests.test_phases import context

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from time import perf_counter_ns
 
+import anyio
+import numpy as np
 import pytest
 
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
-from aiobench.engine import Engine, Job, NullEngine, RawBatch
+from aiobench.engine import Engine, Job, NullEngine, RawBatch, SlotBuffer, StartGate
 from aiobench.kinds import READ
 from aiobench.phases import RunContext, make_executor, run_phase
 from aiobench.targets import Layout
-from aiobench.worker import StartGate
+from aiobench.workload import OpRun
 from tests.conftest import make_cfg
 
 
@@ -152,7 +155,7 @@ async def test_stop_request_ends_the_phase_quickly(tmp_path: Path) -> None:
 
 
 class FirstCalls(NullEngine):
-    """The null engine, keeping the instant each executor thread first ran a job."""
+    """The null engine, keeping when each executor thread's first operation started."""
 
     def __init__(self) -> None:
         super().__init__(lambda _: 1_000_000)
@@ -160,9 +163,10 @@ class FirstCalls(NullEngine):
         self.lock = threading.Lock()
 
     def run(self, job: Job) -> RawBatch:
+        batch = super().run(job)
         with self.lock:
-            self.first.setdefault(threading.get_ident(), perf_counter_ns())
-        return super().run(job)
+            self.first.setdefault(threading.get_ident(), int(batch.starts[0]))
+        return batch
 
 
 async def test_every_slot_is_ready_before_the_clock_starts(
@@ -173,9 +177,9 @@ async def test_every_slot_is_ready_before_the_clock_starts(
     opened: list[tuple[int, int]] = []  # (arrived, expected) when the gate opened
 
     class Gate(StartGate):
-        def open(self) -> None:
+        def open(self, start_ns: int, deadline_ns: int, *, stopped: bool) -> None:
             opened.append((self._arrived, self.expected))
-            super().open()
+            super().open(start_ns, deadline_ns, stopped=stopped)
 
     monkeypatch.setattr("aiobench.phases.StartGate", Gate)
     cfg = make_cfg(
@@ -218,3 +222,44 @@ async def test_direct_io_at_depth_runs_one_queued_slot_per_thread(
     assert shared.depth == (8 if io_engine.name == "native" else 1)
     assert phase.last_done.ops == 64 * 256 and phase.io_latency.count == 64 * 256
     assert phase.peak_inflight_ops == 16
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+async def test_first_runs_wait_at_the_gate_inside_the_engine(
+    tmp_path: Path, io_engine: Engine, stopped: bool
+) -> None:
+    """Four gated runs wait in the engine (the native one inside its C call) until the
+    gate opens; none starts an operation before, and with ``stopped`` none runs at all."""
+    target = tmp_path / "f"
+    target.write_bytes(bytes(64 * 4096))
+    fd = os.open(target, os.O_RDONLY)
+    gate = StartGate(4)
+    buffers = [
+        SlotBuffer(4096, for_write=False, rng=np.random.default_rng(i), stamp_base=0)
+        for i in range(4)
+    ]
+    jobs = [
+        Job(READ, [fd], [str(target)], OpRun(0, list(range(0, 64 * 4096, 4096)), 4096), b,
+            50_000_000, gate=gate)
+        for b in buffers
+    ]  # fmt: skip
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(io_engine.run, job) for job in jobs]
+            for job in jobs:
+                assert job.gate is not None
+                job.gate.register()
+            await gate.all_arrived()
+            await anyio.sleep(0.05)  # long enough for a run that did not wait to finish
+            assert not any(f.done() for f in futures)
+            start = perf_counter_ns()
+            gate.open(start, 0, stopped=stopped)
+            batches = [f.result(timeout=60) for f in futures]
+    finally:
+        os.close(fd)
+        for b in buffers:
+            b.close()
+    for batch in batches:
+        assert batch.error is None
+        assert len(batch.ends) == (0 if stopped else 64)
+        assert all(int(s) >= start for s in batch.starts)

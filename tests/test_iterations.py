@@ -301,9 +301,10 @@ class OffsetRecorder(PosixEngine):
         self.marks = marks
 
     def run(self, job: Job) -> RawBatch:
-        assert isinstance(job.ops, OpRun)
-        self.marks.note(job.ops.offsets)
-        return super().run(job)
+        released = job.released()  # a slot's first run: once the phase has started
+        assert released is not None and isinstance(released.ops, OpRun)
+        self.marks.note(released.ops.offsets)
+        return super().run(released)
 
 
 def offsets(tmp_path: Path, iterations: int) -> list[tuple[str, list[int]]]:
@@ -360,7 +361,9 @@ class FailingEngine(NullEngine):
         self.fail_at = fail_at
 
     def run(self, job: Job) -> RawBatch:
-        assert isinstance(job.ops, OpRun)
+        released = job.released()  # a slot's first run: once the phase has started
+        assert released is not None and isinstance(released.ops, OpRun)
+        job = released
         if self.marks.note([]) == self.fail_at:
             error = BenchIOError(path=job.paths[0], offset=job.ops.offsets[0], errno=errno.EIO)
             return RawBatch(np.empty(0, np.int64), np.empty(0, np.int64), error=error)

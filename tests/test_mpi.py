@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -114,7 +115,9 @@ def test_shared_files_split_over_all_ranks_threads_as_one_process_would(
     assert text.returncode == 0, text.stderr
     assert text.stdout.count("OPERATION   RESULT TYPE") == 1
     assert text.stdout.count("per rank ") == 2  # WRITE and READ
-    assert "Min              :" in text.stdout and f"rank 0 {HOST}" in text.stdout
+    # (which ranks are the slowest and the fastest is the machine's to say)
+    assert "Min              :" in text.stdout
+    assert re.search(rf"Max +:.* rank [0-{ranks - 1}] {re.escape(HOST)}\n", text.stdout)
 
 
 @needs_mpi

@@ -363,11 +363,11 @@ class FailingEngine(NullEngine):
     def run(self, job: Job) -> RawBatch:
         released = job.released()  # a slot's first run: once the phase has started
         assert released is not None and isinstance(released.ops, OpRun)
-        job = released
         if self.marks.note([]) == self.fail_at:
-            error = BenchIOError(path=job.paths[0], offset=job.ops.offsets[0], errno=errno.EIO)
+            offset = released.ops.offsets[0]
+            error = BenchIOError(path=job.paths[0], offset=offset, errno=errno.EIO)
             return RawBatch(np.empty(0, np.int64), np.empty(0, np.int64), error=error)
-        return super().run(job)
+        return super().run(released)
 
 
 def test_an_error_ends_the_run_and_the_summary_covers_what_ran(tmp_path: Path) -> None:

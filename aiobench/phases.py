@@ -307,8 +307,9 @@ async def run_phase(
     _prepare_files(ctx, kind, shared)
     # Every slot's first run is taken now and handed to its thread, which waits at the
     # gate: the clock starts once all of them are ready.
+    count = sum(len(rank_slots) for rank_slots in slots)
     ready = sum(
-        first_run(stream, slot, len(rank_slots))
+        first_run(stream, slot, len(rank_slots), count)
         for stream, rank_slots in zip(streams, slots, strict=True)
         for slot in rank_slots
     )

@@ -34,8 +34,13 @@ from aiobench.workload import OpRun, OpStream
 TARGET_BATCH_NS = 50_000_000
 MAX_BATCH_OPS = 65_536
 # Operations handed over for the first run, before the pace is known; what the budget
-# leaves undone stays with the slot for its next run.
+# leaves undone stays with the slot for its next run. First runs are made before the
+# clock starts (:func:`first_run`), so they are as long as memory allows: all the
+# phase's first runs together hold up to _FIRST_RUNS_OPS operations (~40 MB of lists),
+# at least _FIRST_RUN per slot. A phase of up to 65,536 operations per slot then has
+# none of its runs made while it is timed (dir mode's names cost ~0.2 us each).
 _FIRST_RUN = 256
+_FIRST_RUNS_OPS = 1 << 20
 # Runs a slot keeps until the first-done instant is known: the instant is published a few
 # event-loop turns after it happened, and a slot completes at most one run per turn.
 _RING = 8
@@ -228,8 +233,10 @@ def _take(stream: Stream, slot: Slot, siblings: int) -> Run | None:
     return stream.take(min(slot.batch_ops, -(-stream.remaining // siblings)))
 
 
-def first_run(stream: Stream, slot: Slot, siblings: int) -> bool:
-    """Before the clock: hand the slot its first run; whether there was one."""
+def first_run(stream: Stream, slot: Slot, siblings: int, slots: int) -> bool:
+    """Before the clock: hand the slot (one of the phase's ``slots``) its first run;
+    whether there was one."""
+    slot.batch_ops = max(_FIRST_RUN, min(MAX_BATCH_OPS, _FIRST_RUNS_OPS // max(slots, 1)))
     slot.pending = _take(stream, slot, siblings)
     return slot.pending is not None
 

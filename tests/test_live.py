@@ -35,7 +35,7 @@ CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 # Random 4 KiB writes and reads within a 1 MiB file: page cache only, nothing much reaches
 # the disk. 512 MiB each takes a few hundred ms (several 50 ms live intervals); the time
 # limit is only a safety bound (a time-limited phase ends the run).
-TWO_PHASES = ["-w", "-r", "--rand", "--randamount", "512m", "-b", "4k", "-s", "1m"]
+TWO_PHASES = ["-w", "-r", "--rand", "--randamount", "2g", "-b", "4k", "-s", "1m"]
 TWO_PHASES += ["--timelimit", "5", "--liveint", "50"]
 # A READ phase of an existing file that the time limit ends after 1 s.
 ONE_SECOND_READ = ["-r", "--rand", "--randamount", "4g", "-b", "4k", "--timelimit", "1"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -516,6 +517,21 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
     assert where.startswith(str(unpacked))
     assert available == "False"
     assert why.startswith("the C extension aiobench._native is not built")
+    # A run from that install uses the Python engine, says so once, and records it.
+    entry = probe.split("import aiobench,")[0] + "from aiobench.entry import main; main()"
+    out = tmp_path / "r.json"
+    for engine_args, code in (([], 0), (["--ioengine", "native"], 2)):
+        args = ["-w", "-b", "4k", "-s", "64k", *engine_args, str(tmp_path / "f")]
+        run = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", entry, *args, "--nolive", "--json", str(out)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert run.returncode == code, run.stderr
+        if code == 2:
+            assert run.stderr.startswith("Error: --ioengine native: the C extension")
+            continue
+        assert run.stderr.count("Note: the native engine is not built here") == 1, run.stderr
+        assert json.loads(out.read_text())["meta"]["ioengine"] == "python"
 
 
 # -- depth N: Linux native AIO (one run, up to depth operations in flight) -------------------

@@ -371,6 +371,7 @@ def build_config(
     )
     if seed is not None and not 0 <= seed < 2**63:
         raise ConfigError(f"--seed: must be between 0 and 2^63-1 (got {seed})")
+    engine = ioengines.checked(ioengine)
     return BenchConfig(
         paths=tuple(expanded),
         write=write,
@@ -421,8 +422,8 @@ def build_config(
         force=force,
         mpi=mpi,
         nosvcshare=nosvcshare,
-        ioengine=ioengines.checked(ioengine),
-        ioengine_fallback=ioengine is None and ioengines.checked(None) == ioengines.PYTHON,
+        ioengine=engine,
+        ioengine_fallback=ioengine is None and engine == ioengines.PYTHON,
         argv=argv,
     )
 

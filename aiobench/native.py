@@ -87,12 +87,13 @@ class NativeEngine(PosixTargets):
 
     def run(self, job: Job) -> RawBatch:
         ops = job.ops
-        if isinstance(ops, OpRun) and not job.options.rate_bytes_per_s:
-            return _file_run(job, ops)  # (gated: the C call waits at the gate itself)
-        released = job.released()  # paced runs need the start instant before they begin
-        if released is None:
-            return RawBatch(_NONE, _NONE)
-        job = released
+        if not isinstance(ops, OpRun) or job.options.rate_bytes_per_s:
+            # Dir mode, and paced runs (their schedule needs the start instant), wait at
+            # the gate here; the other file-mode runs wait inside their C call.
+            released = job.released()
+            if released is None:
+                return RawBatch(_NONE, _NONE)
+            job = released
         if isinstance(ops, OpRun):
             return _file_run(job, ops)
         blocks = ops.blocks_per_entry

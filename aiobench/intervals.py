@@ -158,16 +158,22 @@ class IntervalSeries:
         return out
 
     def finish(
-        self, end_ns: int, active: Callable[[int], int], cpu: CpuSample
+        self, end_ns: int, active: Callable[[int], int], cpu: CpuSample, *, time_up: bool = False
     ) -> list[IntervalStats]:
-        """The phase is over at ``end_ns``: close what is left, the last one cut there."""
+        """The phase is over at ``end_ns``: close what is left, the last one cut there.
+
+        ``time_up``: the phase ran out its time limit. Endless work is then 100 % done,
+        even where its last operation ended a little before the limit."""
         out: list[IntervalStats] = []
         while self.boundary(len(self.closed)) < end_ns:
             k = len(self.closed)
             stop = min(self.boundary(k + 1), end_ns)
+            percent_at = stop
             if stop == end_ns:
                 self._cpu[k + 1] = cpu
-            self.closed.append(self._close(k, stop, active))
+                if time_up and self.endless_until_ns:
+                    percent_at = max(stop, self.endless_until_ns)
+            self.closed.append(self._close(k, stop, active, percent_at))
             out.append(self.closed[-1])
         return out
 
@@ -185,14 +191,16 @@ class IntervalSeries:
             return 100
         return min(100, units_done * 100 // self.planned_units)
 
-    def _close(self, k: int, stop_ns: int, active: Callable[[int], int]) -> IntervalStats:
+    def _close(
+        self, k: int, stop_ns: int, active: Callable[[int], int], percent_at: int | None = None
+    ) -> IntervalStats:
         acc = self._open.pop(k, None) or _Open()
         done = self._done
         done[0] += acc.ops
         done[1] += acc.bytes
         done[2] += acc.entries
         unit_done = done[2] if self.dir_mode else done[0]
-        percent = self.percent_done(unit_done, stop_ns)
+        percent = self.percent_done(unit_done, stop_ns if percent_at is None else percent_at)
         cpu = 0
         first, last = self._cpu.get(k), self._cpu.get(k + 1)
         if first is not None and last is not None:

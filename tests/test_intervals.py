@@ -692,3 +692,19 @@ def test_live_interval_below_10_ms_is_refused(run_cli: RunCli, tmp_path: Path) -
     assert proc.stderr.startswith("Error: --liveint")
     assert proc.stdout == ""
     assert not (tmp_path / "f").exists()
+
+
+def test_endless_work_is_done_when_its_time_is_up_not_when_its_last_op_ended() -> None:
+    def series() -> IntervalSeries:
+        s = IntervalSeries(start_ns=0, interval_ns=100, planned_units=0, dir_mode=False, cpus=1)
+        s.endless_until_ns = 300  # --infloop with a time limit
+        s.add(OpRun(0, [0, 0], 4096), arr(150, 297), EMPTY, arr(5, 5))
+        return s
+
+    # The last operation ended at 297, just before the limit, which passed meanwhile.
+    up = series().finish(297, one_thread, CpuSample(297, 0), time_up=True)
+    assert [iv.done_percent for iv in up] == [33, 66, 100]
+    assert up[-1].end_ns == 297  # the interval still ends where the work did
+    # Stopped before the limit (a signal or an error): the share of the time passed.
+    stopped = series().finish(297, one_thread, CpuSample(297, 0))
+    assert [iv.done_percent for iv in stopped] == [33, 66, 99]

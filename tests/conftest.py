@@ -29,6 +29,13 @@ from aiobench.schema import load_schema
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 Listing = dict[str, tuple[str, int, int]]
 
+# Every aiobench the tests start (``python -m aiobench``, under mpirun too) runs this
+# checkout's code, also where an editable install of another checkout is on the path.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
+
 
 def run_aiobench(
     *args: str, timeout: float = 120, cwd: str | Path | None = None

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from time import perf_counter_ns
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,9 +34,13 @@ from aiobench.dirmode import EntryRun
 from aiobench.errors import BenchIOError, VerifyError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.nofollow import ParentDirs, WalkError, explain, reuse_dir, symlink_error
-from aiobench.posix import FILE_MODE, PosixTargets
+from aiobench.posix import FILE_MODE, PosixTargets, fds_of
+from aiobench.targets import Probe, Targets
 from aiobench.verify import Mismatch, check, pattern
 from aiobench.workload import OpRun
+
+if TYPE_CHECKING:
+    from aiobench.config import BenchConfig
 
 try:  # the native engine's half of the start gate (the extension is optional)
     from aiobench import _native
@@ -164,13 +168,13 @@ class IoOptions:
 class Job:
     """One executor round-trip: run ``ops`` until done or a unit ends past ``until_ns``.
 
-    ``fds`` are the open targets (file mode) or the open PATH dirs (dir mode). Inside a
-    dir-mode file, the blocks stop early at ``deadline_ns`` (0 = none) or on ``stop``.
+    ``targets`` are what the engine opened: the targets (file mode) or the PATH dirs (dir
+    mode). Inside a dir-mode file, the blocks stop early at ``deadline_ns`` (0 = none) or
+    on ``stop``.
     """
 
     kind: str
-    fds: Sequence[int]
-    paths: Sequence[str]
+    targets: Targets
     ops: OpRun | EntryRun
     buf: SlotBuffer | None
     until_ns: int
@@ -184,6 +188,10 @@ class Job:
     # A slot's first run: wait at the phase's start gate first; ``until_ns`` is then the
     # run's budget from the start instant (see :meth:`released`).
     gate: StartGate | None = None
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self.targets.paths
 
     def released(self) -> Job | None:
         """This job once its gate opened (its ``until_ns`` absolute, the schedule from the
@@ -286,7 +294,10 @@ class SlotBuffer:
         rng: np.random.Generator,
         stamp_base: int,
         depth: int = 1,
+        writes: int | None = None,
     ) -> None:
+        """``writes``: the most writes the slot can make (None: no bound); a pool needs no
+        more windows than that."""
         self.block_size = block_size
         self.depth = depth
         # Reads land in memory of their own, so an --rwmixpct read never changes what the
@@ -303,10 +314,12 @@ class SlotBuffer:
         self.pool: mmap.mmap | None = None  # the write pool (``mem``), None when only reading
         if not for_write:
             return
-        step, count = pool_windows(block_size, depth)
-        size = pool_bytes(block_size, depth)
+        step, count = pool_windows(block_size, depth, writes)
+        size = pool_bytes(block_size, depth, writes)
         self.pool = self.mem = mmap.mmap(-1, size)
-        self.mem[:] = rng.bytes(size)
+        # The generator's raw words: ~11x Generator.bytes()'s speed here (a pool per slot
+        # at -t 1024 is 260 MiB to fill before the clock).
+        self.mem[:] = rng.bit_generator.random_raw(size // 8).tobytes()
         view = memoryview(self.mem)
         self.windows = [[view[o : o + block_size]] for o in range(0, count * step, step)]
         self.window_words = step // 8
@@ -357,31 +370,35 @@ def _unmap(mem: mmap.mmap) -> None:
         mem.close()
 
 
-def pool_windows(block_size: int, depth: int = 1) -> tuple[int, int]:
+def pool_windows(block_size: int, depth: int = 1, writes: int | None = None) -> tuple[int, int]:
     """(bytes from one write window's start to the next, number of windows) of a pool.
 
     With ``depth`` operations in flight a window is reused only once the write that used
     it last has completed; twice ``depth`` windows keep one slow write from holding up
-    the next ones (only a write ``2 * depth`` submissions old must be done).
+    the next ones (only a write ``2 * depth`` submissions old must be done). A slot that
+    makes at most ``writes`` writes never reuses a window of that many.
     """
     if block_size >= STAMP_SPACING:
         step = _round_up(block_size, STAMP_SPACING)
         count = 1 + POOL_SLACK // step
     else:
         step, count = _round_up(block_size, 8), POOL_WINDOWS
-    return step, count if depth == 1 else max(count, 2 * depth)
+    count = count if depth == 1 else max(count, 2 * depth)
+    return step, count if writes is None else max(1, min(count, writes))
 
 
-def pool_bytes(block_size: int, depth: int = 1) -> int:
+def pool_bytes(block_size: int, depth: int = 1, writes: int | None = None) -> int:
     """The write pool of one slot: its windows, in whole pages."""
-    step, count = pool_windows(block_size, depth)
+    step, count = pool_windows(block_size, depth, writes)
     return _round_up((count - 1) * step + block_size, PAGE)
 
 
-def slot_buffer_bytes(block_size: int, *, for_write: bool, depth: int = 1) -> int:
+def slot_buffer_bytes(
+    block_size: int, *, for_write: bool, depth: int = 1, writes: int | None = None
+) -> int:
     """The memory one :class:`SlotBuffer` maps: read memory, and the pool when writing."""
     read = depth * _round_up(block_size, PAGE)
-    return read + (pool_bytes(block_size, depth) if for_write else 0)
+    return read + (pool_bytes(block_size, depth, writes) if for_write else 0)
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -401,10 +418,22 @@ class Engine(Protocol):
         waits for the phase's start first (:meth:`Job.released`)."""
         ...
 
+    def probe(self, path: str) -> Probe:
+        """Before the run: what is at ``path`` (its type and size); read-only. Raises
+        :class:`~aiobench.errors.ConfigError` for what the engine cannot run on."""
+        ...
+
+    def open(
+        self, cfg: BenchConfig, path_type: str, check: Callable[[], None] | None = None
+    ) -> Targets:
+        """Open (creating files to write) the run's targets; raises
+        :class:`~aiobench.errors.ConfigError`, having removed what it created, when one
+        cannot be. ``check`` is called before each target and may raise to stop."""
+        ...
+
     def prepare_files(
         self,
-        fds: Sequence[int],
-        paths: Sequence[str],
+        targets: Targets,
         sizes: Sequence[int],
         *,
         trunc: bool,
@@ -414,15 +443,14 @@ class Engine(Protocol):
 
     def rank_dirs(
         self,
-        fds: Sequence[int],
-        paths: Sequence[str],
+        targets: Targets,
         dirs: Sequence[tuple[int, str]],
         *,
         remove: bool,
         missing_ok: bool,
     ) -> BenchIOError | None: ...
 
-    def sync(self, fds: Sequence[int], paths: Sequence[str]) -> None: ...
+    def sync(self, targets: Targets) -> None: ...
 
     def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int: ...
 
@@ -462,7 +490,7 @@ class PosixEngine(PosixTargets):
         # operation.
         preadv, clock = os.preadv, perf_counter_ns
         add_start, add_end = batch.starts.append, batch.ends.append
-        fds, index, until_ns = job.fds, ops.path_index, job.until_ns
+        fds, index, until_ns = fds_of(job.targets), ops.path_index, job.until_ns
         length, bufs = ops.length, _read_view(job.buf, ops.length)
         # Two copies of the loop on purpose: the common one-path case saves a per-operation
         # index lookup (measurable at page-cache speed).
@@ -502,7 +530,8 @@ class PosixEngine(PosixTargets):
         words, per_block = buf.words, buf.stamps_per_block
         words_np, stamp_offsets = buf.words_np, buf.stamp_offsets
         window, stamp = buf.next_window, buf.next_stamp
-        op_fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
+        fds = fds_of(job.targets)
+        op_fds = repeat(fds[index]) if isinstance(index, int) else [fds[i] for i in index]
         try:
             for fd, off in zip(op_fds, ops.offsets, strict=False):
                 # Untimed: stamp this window so the block is unique. (As next_block: an
@@ -563,7 +592,8 @@ def _composed(batch: _Lists, job: Job, ops: OpRun) -> None:
     if ops.mix is not None:
         reads = ops.mix.is_read(first_seq, len(ops)).tolist()
     next_data = _write_source(buf, opts, length)
-    fds = repeat(job.fds[index]) if isinstance(index, int) else [job.fds[i] for i in index]
+    all_fds = fds_of(job.targets)
+    fds = repeat(all_fds[index]) if isinstance(index, int) else [all_fds[i] for i in index]
     for n, (fd, off, read) in enumerate(zip(fds, ops.offsets, reads, strict=False)):
         due = 0
         if rate:
@@ -676,7 +706,7 @@ def run_entries(job: Job, run: EntryRun, record: R, loop: EntryLoop[R]) -> RawBa
     """
     # With --nodelerr a parent dir that is gone takes its entries with it: done already.
     missing_ok = job.options.ignore_missing and job.kind in (STAT, RMFILES, RMDIRS)
-    parents = ParentDirs(job.fds, missing_ok=missing_ok)
+    parents = ParentDirs(fds_of(job.targets), missing_ok=missing_ok)
     # The error is made inside each handler: an exception kept past it would hold the
     # frames of the loop below, and their views of the slot's buffer, until a GC pass.
     try:

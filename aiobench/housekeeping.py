@@ -9,7 +9,6 @@ is the engine's (:meth:`~aiobench.engine.Engine.sync`).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
 from time import perf_counter_ns
 
 import anyio
@@ -20,6 +19,7 @@ from aiobench.errors import BenchIOError
 from aiobench.kinds import DROPCACHE, PHASE_NAMES, SYNC
 from aiobench.results import PhaseResult, Totals
 from aiobench.stats import LatencyRecorder
+from aiobench.targets import Targets
 
 # 3 = page cache plus dentries and inodes, as elbencho drops them.
 DROP_ALL = b"3"
@@ -36,7 +36,7 @@ def drop_caches() -> None:
 
 
 async def run_housekeeping(
-    kind: str, engine: Engine, fds: Sequence[int], paths: Sequence[str]
+    kind: str, engine: Engine, targets: Targets
 ) -> tuple[PhaseResult, BenchIOError | None]:
     """Run SYNC or DROPCACHE once and report it as a block with only its elapsed time."""
     wall_start = datetime.datetime.now(datetime.timezone.utc)
@@ -44,7 +44,7 @@ async def run_housekeeping(
     start = perf_counter_ns()
     try:
         if kind == SYNC:
-            await anyio.to_thread.run_sync(engine.sync, fds, paths)
+            await anyio.to_thread.run_sync(engine.sync, targets)
         elif kind == DROPCACHE:
             await anyio.to_thread.run_sync(drop_caches)
         else:  # pragma: no cover - a programming error

@@ -94,11 +94,15 @@ def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tup
     per_slot = (1 + two) * recorder_bytes(-(-values // slots))
     per_slot += len(cfg.paths) * 3 * 8 if len(cfg.paths) > 1 else 0
     if moves_data:
-        buffers = slot_buffer_bytes(layout.block_size, for_write=cfg.write)
+        # A slot's pool holds no more windows than the writes its thread can make.
+        writes = most_ops if isinstance(layout, Layout) and not cfg.infloop else None
+        buffers = slot_buffer_bytes(layout.block_size, for_write=cfg.write, writes=writes)
         if cfg.direct and slots > 1:
             # One slot may instead keep all of them in flight (Engine.slot_depth), with a
             # pool of at least two windows per operation: count whichever is larger.
-            queued = slot_buffer_bytes(layout.block_size, for_write=cfg.write, depth=slots)
+            queued = slot_buffer_bytes(
+                layout.block_size, for_write=cfg.write, depth=slots, writes=writes
+            )
             buffers = max(buffers, -(-queued // slots))
         per_slot += buffers
     return per_slot, slots

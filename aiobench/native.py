@@ -38,7 +38,7 @@ from aiobench.engine import (
 from aiobench.errors import BenchIOError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.nofollow import ParentDirs, reuse_dir, symlink_error
-from aiobench.posix import DIR_MODE, FILE_MODE, PosixTargets
+from aiobench.posix import DIR_MODE, FILE_MODE, PosixTargets, fds_of
 from aiobench.verify import Mismatch
 from aiobench.workload import OpRun
 
@@ -108,11 +108,11 @@ class NativeEngine(PosixTargets):
 
 def _targets(job: Job, ops: OpRun) -> tuple[int, npt.NDArray[np.int32] | None]:
     """(the fd of every operation, None) or (-1, an fd per operation)."""
-    index = ops.path_index
+    index, fds = ops.path_index, fds_of(job.targets)
     if isinstance(index, int):
-        return job.fds[index], None
+        return fds[index], None
     per_op = ops.path_array if ops.path_array is not None else np.asarray(index)
-    return -1, np.asarray(job.fds, dtype=np.int32)[per_op]
+    return -1, np.asarray(fds, dtype=np.int32)[per_op]
 
 
 def _offsets(ops: OpRun) -> Int64Array:

@@ -31,10 +31,10 @@ from aiobench.results import (
     Totals,
 )
 from aiobench.stats import LatencyRecorder
-from aiobench.targets import Layout, Slice
+from aiobench.targets import Layout, Slice, Targets
 from aiobench.timeline import CounterTimeline
 from aiobench.units import rate
-from aiobench.worker import PhaseShared, Slot, Stream, first_run, run_thread
+from aiobench.worker import PhaseShared, Slot, Stream, first_done_floor, first_run, run_thread
 from aiobench.workload import OpStream, RwMix, ops_per_thread
 
 # While an interval has ended but a run handed over before its end is still out, the
@@ -71,8 +71,7 @@ class RunContext:
 
     cfg: BenchConfig
     layout: Layout | DirLayout
-    paths: Sequence[str]
-    fds: Sequence[int]
+    targets: Targets  # what the engine opened
     engine: Engine
     executor: ThreadPoolExecutor
     stop: threading.Event
@@ -84,6 +83,10 @@ class RunContext:
     thread_ids: range | None = None
     split_base: int = 0
     split_threads: int | None = None
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self.targets.paths
 
     @property
     def ids(self) -> range:
@@ -173,31 +176,34 @@ def _slots(
         not isinstance(layout, DirLayout) or layout.file_size > 0
     )
 
-    def buffer(rank: int, i: int) -> SlotBuffer | None:
+    def buffer(rank: int, i: int, stream: Stream) -> SlotBuffer | None:
         if not moves_data:
             return None
+        # A slot writes no more than its thread's operations (file mode, not endless).
+        bounded = isinstance(layout, Layout) and not cfg.infloop
         return SlotBuffer(
             layout.block_size,
             for_write=kind == WRITE,
             rng=rng,
             stamp_base=salt + ((rank * cfg.iodepth + i) << 40),
             depth=depth,
+            writes=stream.total_ops if bounded else None,
         )
 
-    def slot(rank: int, i: int) -> Slot:
+    def slot(rank: int, i: int, stream: Stream) -> Slot:
         per_path = np.zeros((len(ctx.paths), 3), dtype=np.int64) if len(ctx.paths) > 1 else None
-        return Slot(buffer(rank, i), per_path=per_path)
+        return Slot(buffer(rank, i, stream), per_path=per_path)
 
     # A slot that can never get an operation gets no memory (the budget counts the same).
     per_thread = 1 if depth > 1 else cfg.iodepth
     counts = [slots_with_work(per_thread, s.total_ops, cfg.infloop) for s in streams]
     slots: list[list[Slot]] = []
     try:
-        for rank, count in zip(ctx.ids, counts, strict=True):
+        for rank, count, stream in zip(ctx.ids, counts, streams, strict=True):
             slots.append([])
             for i in range(count):
                 ctx.check_signal()  # filling a buffer of a large block takes a while
-                slots[-1].append(slot(rank, i))
+                slots[-1].append(slot(rank, i, stream))
         ctx.check_signal()  # before the phase's setup changes anything
     except BaseException:
         _close_buffers(slots)
@@ -220,8 +226,7 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
     if kind == RMDIRS and (shared.stop.is_set() or shared.error is not None):
         return  # the dirs inside may still be there
     error = ctx.engine.rank_dirs(
-        ctx.fds,
-        ctx.paths,
+        ctx.targets,
         layout.rank_dirs(ctx.ids),
         remove=kind == RMDIRS,
         missing_ok=kind == RMDIRS and ctx.cfg.nodelerr,
@@ -243,8 +248,7 @@ def _prepare_files(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
     if kind != WRITE or not isinstance(layout, Layout) or not cfg.file_size_options():
         return
     error = ctx.engine.prepare_files(
-        ctx.fds,
-        ctx.paths,
+        ctx.targets,
         layout.sizes,
         trunc=cfg.trunc,
         trunctosize=cfg.trunctosize,
@@ -283,8 +287,7 @@ async def run_phase(
         kind=kind,
         engine=ctx.engine,
         executor=ctx.executor,
-        fds=ctx.fds,
-        paths=ctx.paths,
+        targets=ctx.targets,
         options=options,
         depth=depth,
         stop=ctx.stop,
@@ -298,9 +301,9 @@ async def run_phase(
         if streams[local].total_ops == 0:
             return  # a thread without work (shared dirs) neither finishes first nor last
         if shared.first_done_ns is None:
-            # Published once; slots still running cut their counters at this instant.
-            shared.first_done_ns = end
             cpu["first"] = _cpu_now()
+        if shared.first_done_ns is None or end < shared.first_done_ns:
+            shared.first_done_ns = end  # (an earlier finish may be seen later)
 
     if kind == MKDIRS:
         _rank_dirs(ctx, kind, shared)
@@ -340,9 +343,7 @@ async def run_phase(
     cpu["last"] = _cpu_now()
     last = max(finished)
     time_up = 0 < shared.deadline_ns <= cpu["last"].wall_ns and not shared.stop.is_set()
-    for record in series.finish(
-        last, _active_at(streams, finished), cpu["last"], time_up=time_up
-    ):
+    for record in series.finish(last, _active_at(streams, finished), cpu["last"], time_up=time_up):
         ctx.observer.interval(name, record)
     ctx.observer.phase_ended(name)
     result = _summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
@@ -434,6 +435,8 @@ async def _watch(
         # Units ending inside an interval may still be in a run handed over before its end.
         # With no run out, nothing ends after the last end seen until a slot starts again:
         # the interval holding that end stays open for finish() to cut there.
+        if not shared.first_done_final:  # (also keeps the slots' rings short)
+            first_done_floor(shared, streams, slots, finished)
         busy = [s.busy_since_ns for s in all_slots if s.busy_since_ns]
         horizon = min(busy) if busy else max(s.last_end_ns for s in all_slots)
         for record in series.close_until(horizon, active):

@@ -24,7 +24,7 @@ from aiobench.merge import RankPart, merge_phase
 from aiobench.mpi import World
 from aiobench.phases import Observer, RunContext, make_executor, run_phase
 from aiobench.results import PhaseResult, RunResult, Totals
-from aiobench.targets import Layout, OpenTargets, Resolved, filesystem_type, open_targets
+from aiobench.targets import Layout, Resolved, Targets, filesystem_type
 from aiobench.worker import PhaseShared
 
 PhaseCallback = Callable[[PhaseResult], None]
@@ -105,13 +105,13 @@ class _PhaseEvents(Observer):
         self.observer.phase_ended(name)
 
 
-def _open(cfg: BenchConfig, resolved: Resolved, world: World | None) -> OpenTargets:
+def _open(engine: Engine, cfg: BenchConfig, resolved: Resolved, world: World | None) -> Targets:
     """Open the targets; under MPI only once every rank could (else all raise the first
     rank's error, and each removes what it created)."""
     try:
         # A signal stops the opening between targets (under MPI: see RunContext.check_signal)
         check = interrupts.check if world is None else None
-        opened = open_targets(cfg, resolved.path_type, check=check)
+        opened = engine.open(cfg, resolved.path_type, check=check)
     except ConfigError as exc:
         if world is None:
             raise
@@ -144,14 +144,14 @@ def run_benchmark(
     :class:`~aiobench.interrupts.Interrupted` for a signal before the first block started,
     both before anything was measured (and after removing any file it created). A run that
     a signal ended removes the files it created unless a write phase completed on them
-    (:meth:`~aiobench.targets.OpenTargets.finish`). Under MPI (``world``) every rank calls
+    (:meth:`~aiobench.targets.Targets.finish`). Under MPI (``world``) every rank calls
     this; rank 0's result holds the merged phases, the others' only the outcome.
     """
     loop_name = event_loop_name(world)
     engine = engine or ioengines.make(cfg.ioengine)
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
     result.meta["ioengine"] = engine.name
-    opened = _open(cfg, resolved, world)
+    opened = _open(engine, cfg, resolved, world)
     stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
     try:
         executor = make_executor(cfg.slots)
@@ -162,8 +162,7 @@ def run_benchmark(
     ctx = RunContext(
         cfg=cfg,
         layout=resolved.layout,
-        paths=cfg.paths,
-        fds=opened.fds,
+        targets=opened,
         engine=engine,
         executor=executor,
         stop=stop,
@@ -208,9 +207,7 @@ def run_benchmark(
             ctx.check_signal()
             if world is not None:
                 world.barrier()
-            if not report(
-                *await run_housekeeping(kind, ctx.engine, opened.fds, cfg.paths), iteration
-            ):
+            if not report(*await run_housekeeping(kind, ctx.engine, opened), iteration):
                 return False
         return True
 

@@ -1,28 +1,22 @@
-"""Targets: path classification, sizes, the concatenated block range and per-thread slices.
+"""Targets: path types and sizes, the concatenated block range and per-thread slices.
 
-The block-range arithmetic (:class:`Layout`) is pure; :func:`resolve` and :func:`open_targets`
-look at the disk and are the only places that open or create a target.
-
-Files a run creates (file targets that did not exist, with ``-w``) are removed again when
-setup fails, and when a signal ends the run before a write phase of it completed (ran to
-its end, or to its time limit, without an error): what is left then is a file the run did
-fill. An I/O error keeps them (the error names the file). Dir mode's tree is the
-benchmark's own workload, made by its phases: a signal leaves what was made, which
-``-F``/``-D`` (with ``--nodelerr`` for what is missing) remove.
+The block-range arithmetic (:class:`Layout`) is pure. :func:`resolve` learns each PATH's
+type and size from the engine (:meth:`~aiobench.engine.Engine.probe`) and checks the run
+against them; the engine then opens the targets (:meth:`~aiobench.engine.Engine.open`),
+into a :class:`Targets` only it looks inside. Dir mode's checks of the tree below PATH are
+POSIX ones, made here.
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import errno
 import os
-import shutil
 import stat
-import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from aiobench import ioengines
 from aiobench.config import DIRECT_ALIGN, BenchConfig
 from aiobench.dirmode import DirLayout
 from aiobench.errors import ConfigError
@@ -80,6 +74,49 @@ class Layout:
 
 
 @dataclass(frozen=True, slots=True)
+class Probe:
+    """What an engine found at a PATH before the run: its type (:data:`FILE`,
+    :data:`BLOCKDEV`, :data:`DIR`) and size in bytes, None when it does not exist (a file
+    to create, which ``creatable`` says it can be: its parent is there)."""
+
+    path_type: str
+    size: int | None
+    creatable: bool = True
+
+
+class Targets:
+    """What an engine opened for a run, a handle per PATH; only that engine looks inside.
+
+    Files the run creates (file targets that did not exist, with ``-w``) are removed again
+    when setup fails, and when a signal ends the run before a write phase of it completed
+    (ran to its end, or to its time limit, without an error): what is left then is a file
+    the run did fill. An I/O error keeps them (the error names the file). Dir mode's tree
+    is the benchmark's own workload, made by its phases: a signal leaves what was made,
+    which ``-F``/``-D`` (with ``--nodelerr`` for what is missing) remove.
+    """
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = tuple(paths)
+        self.filled = False  # a write phase of the run completed on them
+
+    def finish(self, *, interrupted: bool) -> None:
+        """Close at the end of the run; one a signal ended also removes the files it created
+        unless a write phase completed on them."""
+        if interrupted and not self.filled:
+            self.undo()
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """Release the handles."""
+        raise NotImplementedError
+
+    def undo(self) -> None:
+        """Close and remove what the opening created (setup failed, or a signal came)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
 class Resolved:
     """What :func:`resolve` learnt from the disk: path type, sizes and notes for the user."""
 
@@ -88,34 +125,15 @@ class Resolved:
     notes: tuple[str, ...]
 
 
-def classify(path: str) -> str:
-    """``file`` (regular or missing), ``blockdev`` or ``dir``; anything else is an error."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return FILE
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot stat: {exc.strerror}") from None
-    if stat.S_ISREG(mode):
-        return FILE
-    if stat.S_ISBLK(mode):
-        return BLOCKDEV
-    if stat.S_ISDIR(mode):
-        return DIR
-    raise ConfigError(f"{path}: not a regular file, block device or directory")
+def resolve(cfg: BenchConfig, probe: Callable[[str], Probe] | None = None) -> Resolved:
+    """Classify the paths, find their sizes and the effective block size; read-only.
 
-
-def device_size(path: str) -> int:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)
-
-
-def resolve(cfg: BenchConfig) -> Resolved:
-    """Classify the paths, find their sizes and the effective block size; read-only."""
-    types = {path: classify(path) for path in cfg.paths}
+    ``probe`` looks at one PATH: the run's engine's (:func:`aiobench.ioengines.make`)
+    unless given."""
+    if probe is None:
+        probe = ioengines.make(cfg.ioengine).probe
+    found = {path: probe(path) for path in cfg.paths}
+    types = {path: seen.path_type for path, seen in found.items()}
     kinds = set(types.values())
     if len(kinds) > 1:
         listing = ", ".join(f"{p} ({t})" for p, t in types.items())
@@ -134,7 +152,7 @@ def resolve(cfg: BenchConfig) -> Resolved:
     resizing = cfg.file_size_options()
     if resizing and path_type == BLOCKDEV:
         raise ConfigError(f"{resizing[0]}: only applies to files (a block device keeps its size)")
-    sizes = [_target_size(cfg, path, path_type) for path in cfg.paths]
+    sizes = [_target_size(cfg, path, found[path]) for path in cfg.paths]
     notes: list[str] = []
     block = cfg.block_size
     smallest = min(sizes)
@@ -364,17 +382,14 @@ def _check_tree(cfg: BenchConfig, layout: DirLayout, notes: list[str]) -> None:
                 )
 
 
-def _target_size(cfg: BenchConfig, path: str, path_type: str) -> int:
-    if path_type == BLOCKDEV:
-        try:
-            dev_size = device_size(path)
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot open block device: {exc.strerror}") from None
+def _target_size(cfg: BenchConfig, path: str, seen: Probe) -> int:
+    if seen.path_type == BLOCKDEV:
+        dev_size = seen.size or 0
         if cfg.size > dev_size:
             raise ConfigError(f"-s/--size: {cfg.size} exceeds the size of {path} ({dev_size})")
         size = cfg.size or dev_size
-    elif os.path.exists(path):
-        file_size = os.stat(path).st_size
+    elif seen.size is not None:
+        file_size = seen.size
         reads_first = not cfg.write or cfg.rwmixpct is not None  # reads from the start
         if reads_first and cfg.size > file_size:
             raise ConfigError(
@@ -390,8 +405,7 @@ def _target_size(cfg: BenchConfig, path: str, path_type: str) -> int:
             )
         if not cfg.write:
             raise ConfigError(f"{path}: does not exist (reading needs it; add -w to create it)")
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
+        if not seen.creatable:
             raise ConfigError(f"{path}: parent directory does not exist")
         size = cfg.size
     if size == 0:
@@ -399,142 +413,6 @@ def _target_size(cfg: BenchConfig, path: str, path_type: str) -> int:
             raise ConfigError("-s/--size: needed (and > 0) to write files")
         raise ConfigError(f"{path}: is empty; nothing to read")
     return size
-
-
-@dataclass(slots=True)
-class OpenTargets:
-    """Open descriptors, one per path, plus what was created so setup can be undone."""
-
-    fds: list[int]
-    created: list[str]
-    filled: bool = False  # a write phase of the run completed on them
-
-    def finish(self, *, interrupted: bool) -> None:
-        """Close at the end of the run; one a signal ended also removes the files it created
-        unless a write phase completed on them (the rule in the module docstring)."""
-        if interrupted and not self.filled:
-            self.undo()
-        else:
-            self.close()
-
-    def close(self) -> None:
-        for fd in self.fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.fds.clear()
-
-    def undo(self) -> None:
-        """Close and remove the files this run created (used when setup fails)."""
-        self.close()
-        for path in self.created:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-        self.created.clear()
-
-
-def open_targets(
-    cfg: BenchConfig,
-    path_type: str,
-    check: Callable[[], None] | None = None,
-) -> OpenTargets:
-    """Open every path for the run; create missing files when writing.
-
-    On any failure the files created here are removed again and :class:`ConfigError` is
-    raised, so a refused run leaves nothing behind. ``check`` is called before each file
-    target and may raise to stop (:func:`aiobench.interrupts.check`: a signal came); what
-    was created is removed then too.
-    """
-    opened = OpenTargets([], [])
-    if path_type == DIR:
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-        try:
-            for path in cfg.paths:
-                opened.fds.append(os.open(path, flags))
-        except OSError as exc:
-            opened.close()
-            raise ConfigError(f"{path}: cannot open the directory: {exc.strerror}") from None
-        return opened
-    try:
-        for path in cfg.paths:
-            if check is not None:
-                check()
-            opened.fds.append(_open_one(cfg, path, path_type, opened.created))
-    except BaseException:
-        opened.undo()
-        raise
-    return opened
-
-
-def _open_one(
-    cfg: BenchConfig,
-    path: str,
-    path_type: str,
-    created: list[str],
-) -> int:
-    flags = os.O_RDWR if cfg.write else os.O_RDONLY
-    flags |= getattr(os, "O_CLOEXEC", 0)
-    if path_type == BLOCKDEV and cfg.write:
-        # O_EXCL on a block device: the kernel refuses (EBUSY) while it is mounted or held
-        # by md/dm/swap, and keeps it from being mounted while we write.
-        flags |= os.O_EXCL
-    elif path_type == FILE and cfg.write and not os.path.exists(path):
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-        except FileExistsError:
-            pass  # another MPI rank created it just now: not ours to remove
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot create: {exc.strerror}") from None
-        else:
-            created.append(path)
-    if cfg.direct:
-        flags |= os.O_DIRECT
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.EBUSY and path_type == BLOCKDEV:
-            raise ConfigError(
-                f"{path}: block device is mounted or in use; refusing to write to it"
-            ) from None
-        if exc.errno == errno.EINVAL and cfg.direct:
-            raise ConfigError(
-                f"--direct: the filesystem of {path} does not support O_DIRECT"
-            ) from None
-        raise ConfigError(f"{path}: cannot open: {exc.strerror}") from None
-    if path_type == BLOCKDEV and cfg.write:
-        # Only after the exclusive open, so a mounted device is reported as mounted.
-        try:
-            _refuse_signature(cfg, path)
-        except BaseException:
-            os.close(fd)
-            raise
-    return fd
-
-
-def _refuse_signature(cfg: BenchConfig, path: str) -> None:
-    if cfg.force:
-        return
-    found = blockdev_signature(path)
-    if found:
-        raise ConfigError(
-            f"{path}: holds {found}; writing would destroy it (add --force to overwrite)"
-        )
-
-
-def blockdev_signature(path: str) -> str | None:
-    """Describe a filesystem/partition-table signature on ``path`` (via blkid), or None."""
-    blkid = shutil.which("blkid")
-    if blkid is None:
-        return "data that cannot be checked (blkid from util-linux is not installed)"
-    proc = subprocess.run(
-        [blkid, "-p", "-o", "export", path], capture_output=True, text=True, check=False
-    )
-    if proc.returncode == 2 and not proc.stderr.strip():
-        return None
-    fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-    kind = fields.get("TYPE") or fields.get("PTTYPE")
-    if proc.returncode == 0 and kind:
-        return f"a filesystem or partition-table signature ({kind})"
-    return f"data that cannot be checked (blkid: {proc.stderr.strip() or proc.returncode})"
 
 
 def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from time import perf_counter_ns
@@ -24,6 +23,7 @@ from aiobench.engine import Engine, IoOptions, Job, SlotBuffer, StartGate
 from aiobench.errors import BenchIOError
 from aiobench.intervals import IntervalSeries
 from aiobench.stats import Int64Array, LatencyRecorder
+from aiobench.targets import Targets
 from aiobench.timeline import CounterTimeline, Counts, run_counts
 from aiobench.workload import OpRun, OpStream
 
@@ -41,9 +41,6 @@ MAX_BATCH_OPS = 65_536
 # none of its runs made while it is timed (dir mode's names cost ~0.2 us each).
 _FIRST_RUN = 256
 _FIRST_RUNS_OPS = 1 << 20
-# Runs a slot keeps until the first-done instant is known: the instant is published a few
-# event-loop turns after it happened, and a slot completes at most one run per turn.
-_RING = 8
 
 Stream = OpStream | EntryStream
 Run = OpRun | EntryRun
@@ -56,13 +53,17 @@ class PhaseShared:
     kind: str
     engine: Engine
     executor: Executor
-    fds: Sequence[int]
-    paths: Sequence[str]
+    targets: Targets
     options: IoOptions = field(default_factory=IoOptions)
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
     deadline_ns: int = 0
     start_ns: int = 0
+    # FIRST DONE: the earliest finish of a thread with work, so far. Threads are seen to
+    # finish in the order their last runs are accounted, not the order they ended in, so
+    # it may still move earlier until ``first_done_final`` (see first_done_floor).
     first_done_ns: int | None = None
+    first_done_final: bool = False
+    floor_ns: int = 0  # no thread's finish can come before this now (first_done_floor)
     stop: threading.Event = field(default_factory=threading.Event)
     error: BenchIOError | None = None
     series: IntervalSeries | None = None
@@ -89,6 +90,10 @@ class Done:
     io_ends: Int64Array
     latency: Int64Array
     io_latency: Int64Array | None
+
+    @property
+    def last_end_ns(self) -> int:
+        return max((int(a[-1]) for a in (self.ends, self.io_ends) if a.size), default=0)
 
     def totals_at(self, instant_ns: int) -> Counts | None:
         """The counts of this run done by ``instant_ns``; None if all were."""
@@ -123,7 +128,9 @@ class Slot:
     last_end_ns: int = 0
     batch_ops: int = _FIRST_RUN
     pending: Run | None = None  # what the last run's time budget left undone
-    ring: deque[tuple[Done, Counts]] = field(default_factory=lambda: deque(maxlen=_RING))
+    # The runs that may end after FIRST DONE (PhaseShared.floor_ns), with the slot's counts
+    # before each, kept until FIRST DONE is final and the counts at it are in ``snapshot``.
+    ring: deque[tuple[Done, Counts]] = field(default_factory=deque)
     snapshot: Counts | None = None
     per_path: Int64Array | None = None
     busy_since_ns: int = 0  # when the run now in the executor was handed over; 0 = idle
@@ -133,7 +140,7 @@ class Slot:
         return self.ops, self.bytes, self.entries, self.read_ops, self.read_bytes
 
     def snapshot_at(self, instant_ns: int) -> Counts:
-        """The counts this slot had completed at ``instant_ns``."""
+        """The counts this slot had completed at ``instant_ns`` (FIRST DONE)."""
         if self.snapshot is not None:
             return self.snapshot
         for done, before in self.ring:
@@ -166,8 +173,7 @@ def _execute(
             until = min(until, shared.deadline_ns)
     job = Job(
         shared.kind,
-        shared.fds,
-        shared.paths,
+        shared.targets,
         run,
         slot.buffer,
         until,
@@ -221,10 +227,29 @@ def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
         slot.last_end_ns = max(last)
     if slot.snapshot is not None:
         return
-    slot.ring.append((done, before))
-    if shared.first_done_ns is not None:
+    ring = slot.ring
+    ring.append((done, before))
+    if shared.first_done_final and shared.first_done_ns is not None:
         slot.snapshot = slot.snapshot_at(shared.first_done_ns)
-        slot.ring.clear()
+        ring.clear()
+        return
+    while ring and ring[0][0].last_end_ns < shared.floor_ns:
+        ring.popleft()  # all of it ended before FIRST DONE: in the next one's counts
+
+
+def first_done_floor(
+    shared: PhaseShared, streams: list[Stream], slots: list[list[Slot]], finished: list[int]
+) -> None:
+    """Update FIRST DONE's floor: the earliest finish so far, or an unfinished thread's
+    last end accounted (its finish comes no sooner), whichever is earlier. FIRST DONE is
+    final once no unfinished thread can finish before it."""
+    first = shared.first_done_ns
+    floor = first if first is not None else 1 << 62
+    for stream, rank_slots, end in zip(streams, slots, finished, strict=True):
+        if not end and stream.total_ops:
+            floor = min(floor, max((s.last_end_ns for s in rank_slots), default=0))
+    shared.floor_ns = floor
+    shared.first_done_final = first is not None and floor >= first
 
 
 def _take(stream: Stream, slot: Slot, siblings: int) -> Run | None:

@@ -24,6 +24,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.cli import app, main
 from aiobench.config import BenchConfig, build_config
 from aiobench.engine import Engine, PosixEngine
+from aiobench.posix import FdTargets
 from aiobench.schema import load_schema
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -35,6 +36,14 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
 )
+
+
+def fd_targets(paths: list[str], fds: list[int]) -> FdTargets:
+    """Targets for a hand-made :class:`~aiobench.engine.Job`: descriptors the test opened
+    (and closes)."""
+    targets = FdTargets(paths)
+    targets.fds.extend(fds)
+    return targets
 
 
 def run_aiobench(

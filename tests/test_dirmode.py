@@ -18,7 +18,7 @@ from aiobench.phases import run_phase
 from aiobench.render.table import render_table
 from aiobench.results import PhaseResult
 from aiobench.worker import Done
-from tests.conftest import make_cfg
+from tests.conftest import fd_targets, make_cfg
 from tests.test_phases import RecordingEngine, context
 
 DATA = Path(__file__).parent / "data"  # real elbencho 3.1-10 output
@@ -147,7 +147,7 @@ def engine_job(
             run.block, for_write=kind == WRITE, rng=np.random.default_rng(1), stamp_base=7
         )
     options = IoOptions(**over)  # type: ignore[arg-type]
-    return Job(kind, [dfd], [str(root)], run, buf, 2**62, stop=stop, options=options)
+    return Job(kind, fd_targets([str(root)], [dfd]), run, buf, 2**62, stop=stop, options=options)
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from aiobench.targets import DIR, Resolved
 from tests.conftest import (
     RunCli,
     errors_of,
+    fd_targets,
     main_as_nobody,
     make_cfg,
     mounted_tmpfs,
@@ -337,7 +338,7 @@ def engine_run(engine: Engine, kind: str, root: Path, names: list[str], size: in
         buf = SlotBuffer(4096, for_write=kind == WRITE, rng=np.random.default_rng(1), stamp_base=1)
     try:
         run = EntryRun(0, names, size=size, block=4096)
-        return engine.run(Job(kind, [fd], [str(root)], run, buf, 2**62))
+        return engine.run(Job(kind, fd_targets([str(root)], [fd]), run, buf, 2**62))
     finally:
         os.close(fd)
         if buf is not None:
@@ -424,7 +425,7 @@ def test_nodelerr_counts_the_entries_of_a_missing_parent_as_done(
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         run = EntryRun(0, names, size=0, block=4096)
-        strict = io_engine.run(Job(kind, [fd], [str(root)], run, None, 2**62))
+        strict = io_engine.run(Job(kind, fd_targets([str(root)], [fd]), run, None, 2**62))
         assert strict.error is not None and strict.error.errno == errno.ENOENT
         missing = root / ("r9" if kind == RMDIRS else "r0/d1")
         assert (strict.error.path, strict.error.offset) == (str(missing), None)
@@ -434,7 +435,9 @@ def test_nodelerr_counts_the_entries_of_a_missing_parent_as_done(
         elif kind == RMFILES:
             (root / names[0]).write_bytes(b"")
         options = IoOptions(ignore_missing=True)
-        lenient = io_engine.run(Job(kind, [fd], [str(root)], run, None, 2**62, options=options))
+        lenient = io_engine.run(
+            Job(kind, fd_targets([str(root)], [fd]), run, None, 2**62, options=options)
+        )
         assert lenient.error is None and len(lenient.ends) == len(names)
     finally:
         os.close(fd)
@@ -527,7 +530,7 @@ def test_a_failed_file_write_keeps_no_view_of_the_slot_buffer(
     gc.disable()
     try:
         run = EntryRun(0, names, size=48 * 1024, block=16384)
-        job = Job(WRITE, [fd], [str(root)], run, buf, 2**62, options=IoOptions())
+        job = Job(WRITE, fd_targets([str(root)], [fd]), run, buf, 2**62, options=IoOptions())
         batch = io_engine.run(job)
         assert batch.error is not None and batch.error.errno == errno.ENOSPC
         buf.close()

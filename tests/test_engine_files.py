@@ -15,7 +15,7 @@ from aiobench.kinds import READ
 from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
 from aiobench.workload import OpRun
-from tests.conftest import make_cfg
+from tests.conftest import fd_targets, make_cfg
 
 
 def run(paths: list[Path], **over: object) -> object:
@@ -128,9 +128,9 @@ def test_engine_run_ends_at_its_time_budget(tmp_path: Path, io_engine: Engine) -
     ops = OpRun(0, [i * 4096 for i in range(64)], 4096)
     try:
         engine = io_engine
-        past = engine.run(Job(READ, [fd], [str(target)], ops, buf, until_ns=0))
+        past = engine.run(Job(READ, fd_targets([str(target)], [fd]), ops, buf, until_ns=0))
         assert len(past.ends) == 1  # one operation always runs, then the budget is spent
-        whole = engine.run(Job(READ, [fd], [str(target)], ops, buf, until_ns=2**62))
+        whole = engine.run(Job(READ, fd_targets([str(target)], [fd]), ops, buf, until_ns=2**62))
         assert len(whole.ends) == len(whole.starts) == 64
         assert all(s <= e for s, e in zip(whole.starts, whole.ends, strict=True))
     finally:

@@ -26,7 +26,7 @@ from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
 from aiobench.verify import pattern
 from aiobench.workload import OpRun, RwMix
-from tests.conftest import make_cfg, mounted_tmpfs, require_root_tools, run_tool
+from tests.conftest import fd_targets, make_cfg, mounted_tmpfs, require_root_tools, run_tool
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"{native.build_error}")
 
@@ -209,7 +209,7 @@ def run_twice(
             offsets = [(k * 30 + i) * block for i in range(30)]
             ops = OpRun(0, offsets, length, first_seq=30 * k, mix=mix)
             options = IoOptions(**opts)
-            job = Job(WRITE, [fd], [str(target)], ops, buf, 1 << 62, options=options)
+            job = Job(WRITE, fd_targets([str(target)], [fd]), ops, buf, 1 << 62, options=options)
             batches.append(eng.run(job))
         return target.read_bytes(), state_of(buf), batches
     finally:
@@ -256,7 +256,15 @@ def test_a_paced_run_records_when_each_operation_was_due(tmp_path: Path, name: s
     try:
         ops = OpRun(0, [i * 4096 for i in range(10)], 4096, first_seq=5)
         options = IoOptions(rate_bytes_per_s=4096 * 1000)  # one every millisecond
-        job = Job(WRITE, [fd], ["f"], ops, buf, 1 << 62, options=options, schedule_start_ns=start)
+        job = Job(
+            WRITE,
+            fd_targets(["f"], [fd]),
+            ops,
+            buf,
+            1 << 62,
+            options=options,
+            schedule_start_ns=start,
+        )
         batch = engine(name).run(job)
     finally:
         os.close(fd)
@@ -276,7 +284,15 @@ def test_pacing_ends_a_run_instead_of_sleeping_past_its_budget(tmp_path: Path, n
         ops = OpRun(0, [i * 4096 for i in range(10)], 4096)
         options = IoOptions(rate_bytes_per_s=4096 * 10)  # one every 100 ms
         until = start + 150_000_000  # ops 0 and 1 are due in time, op 2 is not
-        job = Job(WRITE, [fd], ["f"], ops, buf, until, options=options, schedule_start_ns=start)
+        job = Job(
+            WRITE,
+            fd_targets(["f"], [fd]),
+            ops,
+            buf,
+            until,
+            options=options,
+            schedule_start_ns=start,
+        )
         batch = engine(name).run(job)
         returned = perf_counter_ns()
     finally:
@@ -295,7 +311,9 @@ def test_native_runs_release_the_gil(tmp_path: Path) -> None:
     start = perf_counter_ns()
     options = IoOptions(rate_bytes_per_s=4096 * 3)  # op 0 due at once, op 1 ~333 ms later
     ops = OpRun(0, [0, 4096], 4096)
-    job = Job(WRITE, [fd], ["f"], ops, buf, 1 << 62, options=options, schedule_start_ns=start)
+    job = Job(
+        WRITE, fd_targets(["f"], [fd]), ops, buf, 1 << 62, options=options, schedule_start_ns=start
+    )
     out: list[RawBatch] = []
     worker = threading.Thread(target=lambda: out.append(native.NativeEngine().run(job)))
     ticks = []
@@ -436,7 +454,7 @@ def test_a_stop_between_blocks_is_seen_by_the_native_loop(tmp_path: Path) -> Non
     dfd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     buf = slot_buffer(4096)
     run = EntryRun(0, ["big"], size=1 << 30, block=4096)  # far more than gets written
-    job = Job(WRITE, [dfd], [str(tmp_path)], run, buf, 1 << 62, stop=stop)
+    job = Job(WRITE, fd_targets([str(tmp_path)], [dfd]), run, buf, 1 << 62, stop=stop)
     timer = threading.Timer(0.05, stop.set)
     try:
         timer.start()
@@ -458,7 +476,7 @@ def test_a_failing_call_comes_back_as_its_errno(tmp_path: Path) -> None:
     try:
         errors = []
         for name in ENGINES:
-            job = Job(READ, [fd], ["f"], OpRun(0, [0, 4096], 4096), buf, 1 << 62)
+            job = Job(READ, fd_targets(["f"], [fd]), OpRun(0, [0, 4096], 4096), buf, 1 << 62)
             errors.append(engine(name).run(job).error)
     finally:
         buf.close()
@@ -540,7 +558,7 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
 def aio_job(kind: str, fd: int, buf: SlotBuffer, offsets: list[int], **over: Any) -> Job:
     length = over.pop("length", buf.block_size)
     until = over.pop("until_ns", 1 << 62)
-    return Job(kind, [fd], ["t"], OpRun(0, offsets, length), buf, until, **over)
+    return Job(kind, fd_targets(["t"], [fd]), OpRun(0, offsets, length), buf, until, **over)
 
 
 def in_flight_at_most(batch: RawBatch) -> int:

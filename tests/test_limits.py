@@ -22,6 +22,7 @@ from aiobench.worker import Slot
 from tests.conftest import (
     RunCli,
     assert_usage_error,
+    fd_targets,
     listing,
     mounted_tmpfs,
     run_aiobench_rss,
@@ -216,8 +217,7 @@ def test_budget_counts_the_slots_a_phase_allocates(tmp_path: Path, over: dict[st
     ctx = RunContext(
         cfg=cfg,
         layout=resolved.layout,
-        paths=cfg.paths,
-        fds=[],
+        targets=fd_targets(list(cfg.paths), []),
         engine=None,  # type: ignore[arg-type]
         executor=None,  # type: ignore[arg-type]
         stop=None,  # type: ignore[arg-type]
@@ -268,6 +268,22 @@ def test_pools_scale_with_the_block() -> None:
         assert len(buf.windows) == POOL_WINDOWS
     finally:
         buf.close()
+
+
+def test_a_slot_with_few_writes_gets_a_pool_of_that_many_windows(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """At high -t each thread writes a few blocks: its pool holds those (a 4 KiB pool was
+    260 KiB per slot, 260 MiB filled before the clock at -t 1024), and none repeats."""
+    assert pool_bytes(4 * KIB, writes=16) == 16 * 4 * KIB
+    assert pool_bytes(4 * KIB, writes=10**6) == pool_bytes(4 * KIB)  # (never more)
+    assert pool_bytes(1 * MIB, depth=8, writes=3) == 3 * MIB  # nor reused in flight
+    target = tmp_path / "f"
+    proc = run_cli("-w", "-t", "4", "-b", "4k", "-s", "64k", "--nolive", str(target))
+    assert proc.returncode == 0, proc.stderr
+    data = target.read_bytes()
+    payloads = {data[i + 8 : i + 4096] for i in range(0, len(data), 4096)}
+    assert len(payloads) == 16  # 4 threads x 4 blocks: 16 different windows
 
 
 def test_small_blocks_repeat_no_sooner_than_before(run_cli: RunCli, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from time import perf_counter_ns
@@ -17,9 +18,12 @@ from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, Job, NullEngine, RawBatch, SlotBuffer, StartGate
 from aiobench.kinds import READ
 from aiobench.phases import RunContext, make_executor, run_phase
-from aiobench.targets import Layout
+from aiobench.targets import Layout, Slice
+from aiobench.worker import Done, PhaseShared, Slot, Stream, first_done_floor
+from aiobench.worker import _account as account
 from aiobench.workload import OpRun
-from tests.conftest import make_cfg
+from tests.conftest import fd_targets, make_cfg
+from tests.test_workload import stream
 
 
 class RecordingEngine(NullEngine):
@@ -49,8 +53,7 @@ def context(
     return RunContext(
         cfg=cfg,
         layout=layout,
-        paths=cfg.paths,
-        fds=[-1] * len(cfg.paths) if fds is None else fds,
+        targets=fd_targets(list(cfg.paths), [-1] * len(cfg.paths) if fds is None else fds),
         engine=engine,
         executor=make_executor(cfg.slots),
         stop=threading.Event(),
@@ -93,6 +96,43 @@ async def test_first_done_counts_all_threads_at_the_first_finish(tmp_path: Path)
     assert first.iops == int(first.ops * 1e6 / (first.elapsed_ns // 1000))
     assert phase.io_latency.count == 200
     assert 1_000_000 <= phase.io_latency.min_ns < 3_000_000 <= phase.io_latency.max_ns
+
+
+class LateReport(RecordingEngine):
+    """Path 0's runs end their operations early but return late, as a thread that waits
+    for the interpreter's lock after its last operation: it is seen to finish last."""
+
+    def run(self, job: Job) -> RawBatch:
+        batch = super().run(job)
+        if job.ops.path_index == 0:
+            time.sleep(0.4)
+        return batch
+
+
+async def test_first_done_is_the_earliest_finish_not_the_first_one_seen(tmp_path: Path) -> None:
+    cfg = make_cfg(
+        [str(tmp_path / "a"), str(tmp_path / "b")],
+        threads=2,
+        block="4k",
+        size="80k",
+        write=False,
+        read=True,
+    )
+    layout = Layout((20 * 4096, 20 * 4096), 4096)
+    engine = LateReport({0: 1_000_000, 1: 10_000_000})  # thread 0: ~20 ms, thread 1: ~200 ms
+    ctx = context(cfg, layout, engine)
+    try:
+        phase, shared = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    first, last = phase.first_done, phase.last_done
+    finish_0 = max(end for index, end in engine.ends if index == 0)
+    finish_1 = max(end for index, end in engine.ends if index == 1)
+    assert finish_0 < finish_1  # thread 0 ended first, though it was seen to end last
+    assert first.elapsed_ns == phase.threads[0].elapsed_ns == finish_0 - shared.start_ns
+    assert first.ops == sum(1 for _, end in engine.ends if end <= finish_0)
+    assert 20 <= first.ops < 40 and last.ops == 40
+    assert phase.threads[1].elapsed_ns == last.elapsed_ns
 
 
 @pytest.mark.parametrize(("threads", "iodepth"), [(2, 16), (2, 1)])
@@ -238,11 +278,9 @@ async def test_first_runs_wait_at_the_gate_inside_the_engine(
         SlotBuffer(4096, for_write=False, rng=np.random.default_rng(i), stamp_base=0)
         for i in range(4)
     ]
-    jobs = [
-        Job(READ, [fd], [str(target)], OpRun(0, list(range(0, 64 * 4096, 4096)), 4096), b,
-            50_000_000, gate=gate)
-        for b in buffers
-    ]  # fmt: skip
+    targets = fd_targets([str(target)], [fd])
+    ops = OpRun(0, list(range(0, 64 * 4096, 4096)), 4096)
+    jobs = [Job(READ, targets, ops, b, 50_000_000, gate=gate) for b in buffers]
     try:
         with ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(io_engine.run, job) for job in jobs]
@@ -263,3 +301,33 @@ async def test_first_runs_wait_at_the_gate_inside_the_engine(
         assert batch.error is None
         assert len(batch.ends) == (0 if stopped else 64)
         assert all(int(s) >= start for s in batch.starts)
+
+
+def test_slots_keep_only_the_runs_first_done_may_still_fall_in() -> None:
+    """FIRST DONE's floor is the earliest finish so far or an unfinished thread's last
+    end; runs ended before it are dropped, and once it is final each slot keeps only its
+    counts at FIRST DONE."""
+    layout = Layout((64 * 4096,), 4096)
+    streams: list[Stream] = [stream(layout, Slice(0, 32)), stream(layout, Slice(32, 32))]
+    slots = [[Slot(None)], [Slot(None)]]
+    shared = PhaseShared(kind=READ, engine=NullEngine(), executor=None, targets=None)  # type: ignore[arg-type]
+
+    def done(first: int, ends: list[int]) -> Done:
+        run = OpRun(0, [first * 4096] * len(ends), 4096)
+        at = np.array(ends, dtype=np.int64)
+        return Done(run, at, np.zeros(0, dtype=np.int64), np.ones_like(at), None)
+
+    for end in (10, 20, 30):
+        account(shared, slots[0][0], done(0, [end - 5, end]))
+        account(shared, slots[1][0], done(32, [end + 1]))
+    first_done_floor(shared, streams, slots, [0, 0])
+    assert shared.floor_ns == 30 and not shared.first_done_final  # thread 0's last end
+    account(shared, slots[1][0], done(32, [40]))
+    assert len(slots[1][0].ring) == 2  # (31, 40): 11 and 21 ended before anything can
+    # Thread 0 is seen to finish at 30; thread 1 has got past it: FIRST DONE is final.
+    shared.first_done_ns = 30
+    first_done_floor(shared, streams, slots, [30, 0])
+    assert shared.first_done_final
+    account(shared, slots[1][0], done(32, [50]))
+    assert slots[1][0].snapshot == (2, 2 * 4096, 0, 0, 0) and not slots[1][0].ring  # 11, 21
+    assert slots[0][0].snapshot_at(30) == (6, 6 * 4096, 0, 0, 0)

@@ -16,7 +16,7 @@ from aiobench.kinds import WRITE
 from aiobench.schema import load_schema
 from aiobench.verify import check, expected_word, pattern
 from aiobench.workload import OpRun
-from tests.conftest import RunCli
+from tests.conftest import RunCli, fd_targets
 
 SALT = 0x1234_5678_9ABC_DEF0
 KIB = 1024
@@ -44,7 +44,9 @@ def test_check_names_the_first_wrong_byte_and_its_word() -> None:
 
 def verified_job(kind: str, fd: int, buf: SlotBuffer, offsets: list[int], **kw: object) -> Job:
     options = IoOptions(verify=SALT, **kw)  # type: ignore[arg-type]
-    return Job(kind, [fd], ["f"], OpRun(0, offsets, 4096), buf, 1 << 62, options=options)
+    return Job(
+        kind, fd_targets(["f"], [fd]), OpRun(0, offsets, 4096), buf, 1 << 62, options=options
+    )
 
 
 def test_verifydirect_catches_a_write_that_lands_elsewhere(

@@ -213,7 +213,8 @@ class StartGate:
     happen before the clock, not inside the timed phase. The native engine waits inside
     its C call, on :attr:`word` (``[state, time limit]``, see ``gate_pass`` in _native.c),
     so that no run needs the interpreter's lock between the release and its first
-    operation; the others wait on an event.
+    operation, and each released run wakes the next ones (one waker waking 1024 runs took
+    150 ms here: every run it woke preempted it); the others wait on an event.
     """
 
     def __init__(self, expected: int) -> None:
@@ -236,6 +237,10 @@ class StartGate:
 
     async def all_arrived(self) -> None:
         await self._all_arrived.wait()
+
+    @property
+    def opened(self) -> bool:
+        return self._open.is_set()
 
     def open(self, start_ns: int, deadline_ns: int, *, stopped: bool) -> None:
         """Release every run (with ``stopped``, to do nothing: the phase was stopped before

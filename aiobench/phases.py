@@ -329,11 +329,10 @@ async def run_phase(
                     await gate.all_arrived()
                     if ctx.world is not None:
                         ctx.world.barrier()  # the common start of all ranks (all are ready)
-                    wall_start, series = _start(ctx, name, shared, streams, cpu)
+                    wall_start, series = _start(ctx, name, shared, streams, cpu, gate)
                 finally:
-                    # Not started (an error or cancellation): the waiting runs do nothing.
-                    stopped = shared.start_ns == 0 or shared.stop.is_set()
-                    gate.open(shared.start_ns, shared.deadline_ns, stopped=stopped)
+                    if not gate.opened:  # not started (an error or cancellation)
+                        gate.open(0, 0, stopped=True)  # the waiting runs do nothing
                 watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
             watcher.cancel_scope.cancel()
         if ctx.world is not None:
@@ -361,13 +360,19 @@ def _start(
     shared: PhaseShared,
     streams: Sequence[Stream],
     cpu: dict[str, CpuSample],
+    gate: StartGate,
 ) -> tuple[datetime.datetime, IntervalSeries]:
-    """The phase's common start: the clock, the interval series, the time limit."""
+    """The phase's common start: the clock and the time limit, the runs released at once
+    (the interval series is made while they start)."""
     cfg = ctx.cfg
     wall_start = datetime.datetime.now(datetime.timezone.utc)
     ctx.observer.phase_started(name, wall_start)
+    cpu_start = process_time_ns()
     shared.start_ns = perf_counter_ns()
-    cpu["start"] = CpuSample(shared.start_ns, process_time_ns())
+    if cfg.timelimit_s:
+        shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
+    gate.open(shared.start_ns, shared.deadline_ns, stopped=shared.stop.is_set())
+    cpu["start"] = CpuSample(shared.start_ns, cpu_start)
     series = shared.series = IntervalSeries(
         start_ns=shared.start_ns,
         interval_ns=ctx.live_interval_ns,
@@ -378,8 +383,6 @@ def _start(
     series.sample_cpu(0, cpu["start"])
     if ctx.world is not None:
         shared.timeline = CounterTimeline(shared.start_ns)
-    if cfg.timelimit_s:
-        shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
     if cfg.infloop:
         series.endless_until_ns = shared.deadline_ns
     return wall_start, series

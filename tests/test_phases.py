@@ -268,21 +268,22 @@ async def test_direct_io_at_depth_runs_one_queued_slot_per_thread(
 async def test_first_runs_wait_at_the_gate_inside_the_engine(
     tmp_path: Path, io_engine: Engine, stopped: bool
 ) -> None:
-    """Four gated runs wait in the engine (the native one inside its C call) until the
-    gate opens; none starts an operation before, and with ``stopped`` none runs at all."""
+    """Sixteen gated runs wait in the engine (the native one inside its C call) until the
+    gate opens; none starts an operation before, and with ``stopped`` none runs at all.
+    (The native release fans out, each released run waking two more: all 16 start.)"""
     target = tmp_path / "f"
     target.write_bytes(bytes(64 * 4096))
     fd = os.open(target, os.O_RDONLY)
-    gate = StartGate(4)
+    gate = StartGate(16)
     buffers = [
         SlotBuffer(4096, for_write=False, rng=np.random.default_rng(i), stamp_base=0)
-        for i in range(4)
+        for i in range(16)
     ]
     targets = fd_targets([str(target)], [fd])
     ops = OpRun(0, list(range(0, 64 * 4096, 4096)), 4096)
     jobs = [Job(READ, targets, ops, b, 50_000_000, gate=gate) for b in buffers]
     try:
-        with ThreadPoolExecutor(4) as pool:
+        with ThreadPoolExecutor(16) as pool:
             futures = [pool.submit(io_engine.run, job) for job in jobs]
             for job in jobs:
                 assert job.gate is not None

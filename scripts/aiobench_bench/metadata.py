@@ -1,4 +1,10 @@
-"""The metadata section: create / stat / delete rates against a plain loop and fio."""
+"""The metadata section: create / stat / delete rates against a plain loop and fio.
+
+Create / stat / delete rates of many empty files, in fresh subdirectories of the same work
+directory: aiobench's dir mode at -t 1 and -t 2, against the interpreter's own ceiling (a
+plain loop making the same syscalls on one thread) and, for reference, fio's file-operation
+engines with 2 jobs.
+"""
 
 from __future__ import annotations
 
@@ -21,12 +27,6 @@ from aiobench_bench.report import (
     target_row,
 )
 from aiobench_bench.results import note_engine
-
-#
-# Create / stat / delete rates of many empty files, in fresh subdirectories of the same work
-# directory: aiobench's dir mode at -t 1 and -t 2, against the interpreter's own ceiling (a
-# plain loop making the same syscalls on one thread) and, for reference, fio's file-operation
-# engines with 2 jobs.
 
 MD_OPS = ("create", "stat", "delete")
 # The aiobench phase measuring each operation: one dir-mode run (-d -w --stat -F -D -s 0) has

@@ -1,4 +1,8 @@
-"""The mpi section: MPI ranks against threads in one process."""
+"""The mpi section: MPI ranks against threads in one process.
+
+4 KiB random reads of the page-cached files by THREADS thread ranks: all of them threads of
+one process (sharing its interpreter lock) against one thread in each of THREADS MPI ranks.
+"""
 
 from __future__ import annotations
 
@@ -27,10 +31,6 @@ from aiobench_bench.host import cached_run
 from aiobench_bench.procs import keep_cleanest, version_of, warm_up
 from aiobench_bench.report import fmt_figure, fmt_ratio, fmt_span, print_environment
 from aiobench_bench.results import aiobench_figures
-
-#
-# 4 KiB random reads of the page-cached files by THREADS thread ranks: all of them threads of
-# one process (sharing its interpreter lock) against one thread in each of THREADS MPI ranks.
 
 MPI_WORKLOAD = WORKLOAD["randread-4k-t2"]  # 4 KiB random read, time-based, 2 threads
 # Open MPI refuses to run as root unless both are set.

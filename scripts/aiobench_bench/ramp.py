@@ -1,4 +1,10 @@
-"""The ramp section: FIRST DONE against LAST DONE with 1024 threads."""
+"""The ramp section: FIRST DONE against LAST DONE with 1024 threads.
+
+How evenly 1024 threads start: aiobench -t 1024 over one 64 MiB file (16 blocks of 4 KiB
+per thread) on tmpfs. FIRST DONE is the instant the first thread finished: the share of all
+operations done by then shows how much of the run all threads were working. The threads'
+finish instants (phases[].threads[].elapsed_ns) show how the kernel ran them.
+"""
 
 from __future__ import annotations
 
@@ -20,12 +26,6 @@ from aiobench_bench.report import (
     target_row,
 )
 from aiobench_bench.results import aiobench_p99, note_engine
-
-#
-# How evenly 1024 threads start: aiobench -t 1024 over one 64 MiB file (16 blocks of 4 KiB
-# per thread) on tmpfs. FIRST DONE is the instant the first thread finished: the share of all
-# operations done by then shows how much of the run all threads were working. The threads'
-# finish instants (phases[].threads[].elapsed_ns) show how the kernel ran them.
 
 RAMP_THREADS = 1024
 RAMP_SIZE = "64m"

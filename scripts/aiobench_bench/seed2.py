@@ -1,4 +1,9 @@
-"""The seed2 section: elbencho's seed command 2 on a loop device against fio libaio."""
+"""The seed2 section: elbencho's seed command 2 on a loop device against fio libaio.
+
+elbencho's seed command 2 (4 KiB random reads, 16 threads x iodepth 16, O_DIRECT) on a real
+block device: a loop device with direct I/O over a file in a tmpfs, against fio's libaio
+with 16 jobs x iodepth 16.
+"""
 
 from __future__ import annotations
 
@@ -47,11 +52,6 @@ from aiobench_bench.report import (
     target_row,
 )
 from aiobench_bench.results import aiobench_figures, fio_figures
-
-#
-# elbencho's seed command 2 (4 KiB random reads, 16 threads x iodepth 16, O_DIRECT) on a real
-# block device: a loop device with direct I/O over a file in a tmpfs, against fio's libaio
-# with 16 jobs x iodepth 16.
 
 SEED2_THREADS = 16
 SEED2_IODEPTH = 16

@@ -340,9 +340,7 @@ async def run_phase(
     cpu["last"] = _cpu_now()
     last = max(finished)
     time_up = 0 < shared.deadline_ns <= cpu["last"].wall_ns and not shared.stop.is_set()
-    for record in series.finish(
-        last, _active_at(streams, finished), cpu["last"], time_up=time_up
-    ):
+    for record in series.finish(last, _active_at(streams, finished), cpu["last"], time_up=time_up):
         ctx.observer.interval(name, record)
     ctx.observer.phase_ended(name)
     result = _summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
@@ -377,8 +375,9 @@ def _start(
     series.sample_cpu(0, cpu["start"])
     if ctx.world is not None:
         shared.timeline = CounterTimeline(shared.start_ns)
-    if cfg.timelimit_s:
-        shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
+    limit_ns = cfg.timelimit_ns or cfg.timelimit_s * 1_000_000_000
+    if limit_ns:
+        shared.deadline_ns = shared.start_ns + limit_ns
     if cfg.infloop:
         series.endless_until_ns = shared.deadline_ns
     return wall_start, series

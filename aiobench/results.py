@@ -273,3 +273,25 @@ class RunResult:
     phases: list[PhaseResult] = field(default_factory=list)
     interrupted: bool = False
     error: dict[str, object] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compared:
+    """What ``compare`` reads from a run or a check document: its meta and its phases,
+    each under the label it is matched by (a run's phase name, ``WRITE#2`` for its second
+    block of that name; a check's test label, ``SEQ1M Q8T1 read``)."""
+
+    kind: str  # "run" or "check"
+    meta: dict[str, object]
+    phases: list[tuple[str, PhaseResult]]
+
+
+def labelled_phases(run: RunResult) -> list[tuple[str, PhaseResult]]:
+    """A run's phases under their compare labels (``WRITE``, ``WRITE#2``, ...)."""
+    seen: dict[str, int] = {}
+    out = []
+    for phase in run.phases:
+        nth = seen.get(phase.name, 0) + 1
+        seen[phase.name] = nth
+        out.append((phase.name if nth == 1 else f"{phase.name}#{nth}", phase))
+    return out

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-from markdown_it import MarkdownIt
-
 from aiobench.check import plan
 from aiobench.check.judge import judge
 from aiobench.check.model import CheckResult, Finding, Row
@@ -15,34 +13,13 @@ from aiobench.check.render import render_check, render_markdown
 from aiobench.render.compare import compare_lines, render_compare, render_compare_markdown
 from aiobench.results import Compared, IntervalStats, PhaseResult, Totals
 from aiobench.stats import LatencySummary
+from tests.conftest import md_table
 
 MIB = 1 << 20
 S = 1_000_000_000
 EMPTY = LatencySummary(
     count=0, min_ns=0, max_ns=0, mean_ns=0.0, stddev_ns=0.0, percentiles_ns={}, hdr=""
 )
-
-
-def md_table(text: str) -> tuple[list[str], list[list[str]]]:
-    """The header cells and body rows of the first table in ``text``, as a markdown
-    parser (markdown-it, GitHub's table extension) sees them."""
-    tokens = MarkdownIt("commonmark").enable("table").parse(text)
-    kinds = [t.type for t in tokens]
-    assert "table_open" in kinds, kinds
-    header: list[str] = []
-    rows: list[list[str]] = []
-    cell: list[str] | None = None
-    for token in tokens[kinds.index("table_open") : kinds.index("table_close")]:
-        if token.type == "tr_open":
-            cell = []
-        elif token.type == "inline" and cell is not None:
-            cell.append(token.content)
-        elif token.type == "tr_close" and cell is not None:
-            if header:
-                rows.append(cell)
-            else:
-                header = cell
-    return header, rows
 
 
 # ---------------------------------------------------------------------------------------

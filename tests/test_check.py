@@ -1,0 +1,301 @@
+"""``aiobench check DIR`` and ``compare --fail-below`` through the real CLI, on a tmpfs and
+an ext4 loop device (root; skipped otherwise): the budget is kept, DIR is left as it
+was (also after SIGINT/SIGTERM at random moments), the JSON validates and the gate works.
+
+Budgets are small (3-4 s) to keep the suite fast; the check's own clock
+(``meta.elapsed_ns``, from its start to the end of its cleanup) is held to the budget
+± 20 %, the process's wall time (interpreter start-up included) only to a generous guard.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+from aiobench.check import plan
+from tests.conftest import (
+    Ext4Loop,
+    Listing,
+    assert_usage_error,
+    errors_of,
+    listing,
+    md_table,
+    mounted_tmpfs,
+    run_aiobench,
+)
+
+Doc = dict[str, Any]
+BUDGET_S = 4
+WALL_GUARD_S = 60  # a busy machine starts Python slowly; the budget itself is checked apart
+LABELS = list(plan.TABLE_ORDER)
+SIGNAL_RUNS = 6
+SEED = int(os.environ.get("AIOBENCH_SIGNAL_SEED", random.SystemRandom().randrange(1 << 32)))
+
+
+def _populate(root: Path) -> Listing:
+    """Something of the user's in DIR, which the check must leave alone."""
+    (root / "mine.txt").write_text("keep me\n", encoding="utf-8")
+    (root / "sub").mkdir()
+    (root / "sub" / "data").write_bytes(b"x" * 5000)
+    (root / ".aiobench-check-mine").mkdir()  # named like the check's, not made by it
+    return listing(root)
+
+
+def _check(root: Path, out: Path, *more: str) -> tuple[subprocess.CompletedProcess[str], Doc]:
+    started = time.monotonic()
+    proc = run_aiobench(
+        "check", str(root), "--budget", str(BUDGET_S), "--json", str(out), *more,
+        timeout=WALL_GUARD_S,
+    )  # fmt: skip
+    assert time.monotonic() - started < WALL_GUARD_S
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    doc: Doc = json.loads(out.read_text(encoding="utf-8"))
+    return proc, doc
+
+
+def _assert_complete(doc: Doc, proc: subprocess.CompletedProcess[str]) -> None:
+    """Eleven rows, within budget, each row the figure of the run phase it names."""
+    assert doc["kind"] == "check" and doc["schema_version"] == 3
+    assert [t["label"] for t in doc["tests"]] == LABELS
+    elapsed_s = doc["meta"]["elapsed_ns"] / 1e9
+    assert 0.8 * BUDGET_S <= elapsed_s <= 1.2 * BUDGET_S, elapsed_s
+    assert doc["interrupted"] is False and doc["error"] is None
+    assert doc["meta"]["left_behind"] == []
+    for test in doc["tests"]:
+        phase = doc["runs"][test["run"]]["phases"][test["phase"]]
+        assert test["value"] == phase["last_done"][test["metric"]] > 0, test
+        key = "entries" if test["test"] == "META" else "io"
+        latency = phase["latency"][key]
+        assert test["p50_ns"] == latency["percentiles_ns"]["50"] > 0
+        assert test["p99_ns"] == latency["percentiles_ns"]["99"] >= test["p50_ns"]
+        assert test["count"] == latency["count"] > 0
+    meta = [t for t in doc["tests"] if t["test"] == "META"]
+    assert {t["count"] for t in meta} == {doc["meta"]["metadata_files"]}
+    assert plan.METADATA_FILES_MIN <= doc["meta"]["metadata_files"] <= plan.METADATA_FILES_MAX
+    # The table: a line per test, in the same order, with the same figure.
+    lines = proc.stdout.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line and set(line) == {"="})
+    rows = lines[rule + 1 : rule + 1 + len(LABELS)]
+    for line, test in zip(rows, doc["tests"], strict=True):
+        shown = test["value"] // (1 << 20) if test["metric"] == "bytes_per_s" else test["value"]
+        words = test["label"].split()
+        assert line.split()[: len(words) + 1] == [*words, str(shown)], line
+
+
+@pytest.fixture(scope="module")
+def tmpfs_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with mounted_tmpfs(tmp_path_factory.mktemp("check") / "mnt", "size=512m") as mnt:
+        yield mnt
+
+
+@pytest.fixture(scope="module")
+def tmpfs_check(tmpfs_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Doc:
+    """One check of the tmpfs, with its listing before and after and its markdown."""
+    out = tmp_path_factory.mktemp("out")
+    before = _populate(tmpfs_dir)
+    proc, doc = _check(tmpfs_dir, out / "a.json", "--markdown", str(out / "a.md"))
+    return {
+        "doc": doc,
+        "proc": proc,
+        "before": before,
+        "after": listing(tmpfs_dir),
+        "json": out / "a.json",
+        "md": (out / "a.md").read_text(encoding="utf-8"),
+    }
+
+
+@pytest.mark.root
+def test_check_on_tmpfs_keeps_its_budget_and_leaves_dir_as_it_was(
+    tmpfs_check: Doc, validator: Draft202012Validator
+) -> None:
+    doc = tmpfs_check["doc"]
+    assert tmpfs_check["after"] == tmpfs_check["before"]
+    assert errors_of(validator, doc) == []
+    for run in doc["runs"]:  # each run inside is an ordinary result document
+        assert errors_of(validator, run) == []
+    _assert_complete(doc, tmpfs_check["proc"])
+    assert doc["meta"]["filesystem"] == "tmpfs"
+    assert any("tmpfs keeps files in memory" in n for n in doc["meta"]["notes"])
+    assert "Note: tmpfs keeps files in memory" in tmpfs_check["proc"].stdout
+
+
+@pytest.mark.root
+def test_check_markdown_renders_as_a_table(tmpfs_check: Doc) -> None:
+    header, body = md_table(tmpfs_check["md"])
+    assert header == ["test", "op", "result", "unit", "p50", "p99"]
+    assert [" ".join(row[:2]) for row in body] == LABELS
+    for row, test in zip(body, tmpfs_check["doc"]["tests"], strict=True):
+        unit = {"bytes_per_s": "MiB/s", "iops": "IOPS", "entries_per_s": "files/s"}
+        assert row[3] == unit[test["metric"]]
+        assert int(row[2]) == (
+            test["value"] // (1 << 20) if test["metric"] == "bytes_per_s" else test["value"]
+        )
+
+
+@pytest.mark.root
+def test_check_on_an_ext4_loop_device(
+    ext4_loop: Ext4Loop, tmp_path: Path, validator: Draft202012Validator
+) -> None:
+    mnt = ext4_loop.setup(512 << 20)
+    before = _populate(mnt)
+    proc, doc = _check(mnt, tmp_path / "e.json")
+    assert listing(mnt) == before
+    assert errors_of(validator, doc) == []
+    _assert_complete(doc, proc)
+    assert doc["meta"]["filesystem"] == "ext4"
+    assert doc["meta"]["direct_io"] is True  # ext4 takes O_DIRECT
+    files = [r for r in doc["runs"] if r["meta"]["path_type"] == "file"]
+    assert len(files) == 1 + 1 + 8  # calibration, fill, the tests
+    assert all(r["meta"]["config"]["direct"] for r in files)
+    assert all("--direct" in r["meta"]["command"] for r in files)
+
+
+@pytest.mark.root
+def test_two_checks_of_one_target_pass_the_gate_and_half_a_rate_fails_it(
+    tmpfs_check: Doc, tmpfs_dir: Path, tmp_path: Path
+) -> None:
+    base = tmpfs_check["json"]
+    _check(tmpfs_dir, tmp_path / "b.json")
+    assert listing(tmpfs_dir) == tmpfs_check["before"]
+    # Two real runs of the same target: no rate falls by 80 % beyond the runs' noise.
+    same = run_aiobench("compare", str(base), str(tmp_path / "b.json"), "--fail-below", "80")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "OK: no rate fell by more than 80% beyond the runs' noise" in same.stdout
+    # The first check again, with RND4K Q1T1 read taking twice as long for its operations.
+    doc = copy.deepcopy(tmpfs_check["doc"])
+    test = next(t for t in doc["tests"] if t["label"] == "RND4K Q1T1 read")
+    last = doc["runs"][test["run"]]["phases"][test["phase"]]["last_done"]
+    last["elapsed_ns"] *= 2
+    for key in ("iops", "bytes_per_s", "entries_per_s"):
+        last[key] //= 2
+    test["value"] = last["iops"]
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(doc), encoding="utf-8")
+    gate = run_aiobench(
+        "compare", str(base), str(slower), "--fail-below", "10", "--markdown",
+        str(tmp_path / "cmp.md"),
+    )  # fmt: skip
+    assert gate.returncode == 3, gate.stdout + gate.stderr
+    failed = [line for line in gate.stdout.splitlines() if "FAIL: fell" in line]
+    assert [line.split()[3] for line in failed] == ["IOPS", "Throughput"], failed
+    assert all(line.startswith("RND4K Q1T1 read ") for line in failed)
+    assert all("FAIL: fell 50.0% (limit 10%" in line for line in failed)
+    assert (
+        gate.stdout.rstrip()
+        .splitlines()[-1]
+        .startswith("FAIL: 2 of the rates fell by more than 10%: RND4K Q1T1 read IOPS")
+    )
+    header, body = md_table((tmp_path / "cmp.md").read_text(encoding="utf-8"))
+    assert header == ["phase", "metric", "A", "B", "B/A", "note"]
+    bold = [row for row in body if row[5].startswith("**FAIL")]
+    assert [(row[0], row[1], row[4]) for row in bold] == [
+        ("RND4K Q1T1 read", "IOPS", "0.50\u00d7"),
+        ("RND4K Q1T1 read", "Throughput MiB/s", "0.50\u00d7"),
+    ]
+    # Without --fail-below compare only reports, whatever fell.
+    report = run_aiobench("compare", str(base), str(slower))
+    assert report.returncode == 0 and "FAIL" not in report.stdout
+
+
+@pytest.mark.root
+def test_a_check_and_a_run_are_not_compared_and_show_refuses_a_check(
+    tmpfs_check: Doc, tmp_path: Path
+) -> None:
+    (tmp_path / "f").write_bytes(b"\0" * 65536)
+    run = run_aiobench("-r", "-b", "4k", str(tmp_path / "f"), "--json", str(tmp_path / "r.json"))
+    assert run.returncode == 0, run.stderr
+    check = str(tmpfs_check["json"])
+    proc = run_aiobench("compare", check, str(tmp_path / "r.json"))
+    assert_usage_error(proc, ["is a check document", "a run document"])
+    assert_usage_error(run_aiobench("show", check), ["a check document"])
+    assert_usage_error(
+        run_aiobench("compare", check, check, "--fail-below", "100"), ["--fail-below"]
+    )
+
+
+def test_usage_errors_name_dir_and_touch_nothing(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    before = listing(tmp_path)
+    cases = [
+        ((str(tmp_path / "missing"),), ["DIR:", "missing", "does not exist"]),
+        ((str(tmp_path / "file"),), ["DIR:", "file", "is not a directory"]),
+        ((str(tmp_path), "--budget", "1"), ["--budget", "between 3 and 3600"]),
+        ((str(tmp_path), "--json", str(tmp_path)), ["--json", "is a directory"]),
+        ((str(tmp_path), "--markdown", str(tmp_path / "no" / "x.md")), ["--markdown"]),
+    ]
+    for args, needles in cases:
+        assert_usage_error(run_aiobench("check", *args), needles)
+    assert listing(tmp_path) == before
+
+
+@pytest.mark.root
+def test_a_dir_without_the_space_is_refused_naming_both_figures(small_tmpfs: Path) -> None:
+    before = listing(small_tmpfs)
+    proc = run_aiobench("check", str(small_tmpfs), "--budget", "3")
+    assert_usage_error(proc, [str(small_tmpfs), "needs 64 MiB free", "has 1.0 MiB available"])
+    assert listing(small_tmpfs) == before
+
+
+def _start_blocked(args: list[str]) -> subprocess.Popen[str]:
+    """The child starts with SIGINT/SIGTERM blocked: one sent while Python itself starts
+    waits for aiobench's handlers (see tests/test_signal_fuzz.py)."""
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "aiobench", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@pytest.mark.root
+def test_signals_at_random_moments_leave_nothing_behind(
+    tmpfs_dir: Path, tmp_path: Path, validator: Draft202012Validator
+) -> None:
+    rng = random.Random(SEED)
+    before = listing(tmpfs_dir)
+    budget = plan.MIN_BUDGET_S
+    stopped = 0
+    for case in range(SIGNAL_RUNS):
+        signum = (signal.SIGINT, signal.SIGTERM)[case % 2]
+        delay = rng.uniform(0.0, budget + 1.0)  # start-up, every test, the cleanup
+        out = tmp_path / f"{case}.json"
+        args = ["check", str(tmpfs_dir), "--budget", str(budget), "--json", str(out)]
+        child = _start_blocked(args)
+        time.sleep(delay)
+        child.send_signal(signum)
+        stdout, stderr = child.communicate(timeout=WALL_GUARD_S)
+        where = f"seed {SEED} case {case}: {signum.name} after {delay:.2f} s"
+        assert "Traceback" not in stderr, (where, stderr)
+        assert listing(tmpfs_dir) == before, where
+        if child.returncode == 0:  # the check was over before the signal
+            continue
+        assert child.returncode == 128 + signum, (where, child.returncode, stderr)
+        stopped += 1
+        assert stderr.count(f"Interrupted by {signum.name}") == 1, (where, stderr)
+        if out.exists():  # (not when the signal came before the check began)
+            doc = json.loads(out.read_text(encoding="utf-8"))
+            assert errors_of(validator, doc) == [], where
+            assert doc["interrupted"] is True and doc["meta"]["signal"] == signum.name
+            assert doc["meta"]["left_behind"] == []
+            assert stdout.startswith(f"aiobench check {tmpfs_dir}: tmpfs"), where  # so far
+    # (6 uniform draws over start-up and budget: all of them past the end is ~1e-6 likely)
+    assert stopped >= 1, f"seed {SEED}: no signal came before the check ended"

@@ -17,6 +17,10 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
         removing an entry; before, such errors claimed offset 0); phases[].status (ok,
         error, interrupted, time_limited) and phases[].error (the error that ended the
         phase, else null), in the --json document and the --jsonfile records alike.
+    3, extended without a bump — the document of ``aiobench check --json`` ("kind":
+        "check": meta, tests, findings, and runs that are version-3 documents), a branch
+        of its own in the schema; meta.config.timelimit_ns (optional: the sub-second
+        phase limit the check gives its tests, 0 in an ordinary run).
 """
 
 from __future__ import annotations

@@ -9,10 +9,12 @@ Budgets are small (3-4 s) to keep the suite fast; the check's own clock
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from tests.conftest import (
     Ext4Loop,
     Listing,
     assert_usage_error,
+    call_main,
     errors_of,
     listing,
     md_table,
@@ -145,10 +148,35 @@ def test_check_markdown_renders_as_a_table(tmpfs_check: Doc) -> None:
         )
 
 
+@contextlib.contextmanager
+def read_throttled(device: str, bytes_per_s: int) -> Iterator[Path]:
+    """A cgroup whose reads from ``device`` are held to ``bytes_per_s`` (cgroup v1
+    blkio.throttle or v2 io.max); yields its ``cgroup.procs``. Skips where neither is."""
+    st = os.stat(device)
+    dev = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    name = f"aiobench-test-{os.getpid()}"
+    v1, v2 = Path("/sys/fs/cgroup/blkio"), Path("/sys/fs/cgroup")
+    if (v1 / "blkio.throttle.read_bps_device").exists():
+        group, limit, rule = v1 / name, "blkio.throttle.read_bps_device", f"{dev} {bytes_per_s}"
+    elif "io" in (v2 / "cgroup.controllers").read_text(encoding="ascii").split():
+        (v2 / "cgroup.subtree_control").write_text("+io", encoding="ascii")
+        group, limit, rule = v2 / name, "io.max", f"{dev} rbps={bytes_per_s}"
+    else:
+        pytest.skip("no cgroup I/O throttling here (neither blkio nor io controller)")
+    group.mkdir()
+    try:
+        (group / limit).write_text(rule, encoding="ascii")
+        yield group / "cgroup.procs"
+    finally:
+        group.rmdir()  # (its one process has ended)
+
+
 @pytest.mark.root
-def test_check_on_an_ext4_loop_device(
+def test_check_on_an_ext4_loop_device_and_the_gate_on_it_throttled(
     ext4_loop: Ext4Loop, tmp_path: Path, validator: Draft202012Validator
 ) -> None:
+    """A real check of ext4 on a loop device, then the same check with the loop device's
+    reads throttled in a cgroup to a quarter of what the first saw: compare fails it."""
     mnt = ext4_loop.setup(512 << 20)
     before = _populate(mnt)
     proc, doc = _check(mnt, tmp_path / "e.json")
@@ -161,6 +189,28 @@ def test_check_on_an_ext4_loop_device(
     assert len(files) == 1 + 1 + 8  # calibration, fill, the tests
     assert all(r["meta"]["config"]["direct"] for r in files)
     assert all("--direct" in r["meta"]["command"] for r in files)
+    seq_read = next(t for t in doc["tests"] if t["label"] == "SEQ1M Q1T1 read")["value"]
+    assert ext4_loop.device is not None
+    with read_throttled(ext4_loop.device, seq_read // 4) as procs:
+        args = [sys.executable, "-m", "aiobench", "check", str(mnt), "--budget", str(BUDGET_S)]
+        args += ["--json", str(tmp_path / "slow.json")]
+        # The shell joins the cgroup, then becomes the check: every read it makes is held.
+        throttled = subprocess.run(
+            ["sh", "-c", f"echo $$ > {shlex.quote(str(procs))} && exec {shlex.join(args)}"],
+            capture_output=True,
+            text=True,
+            timeout=WALL_GUARD_S,
+            check=False,
+        )
+    assert throttled.returncode == 0, throttled.stderr
+    assert listing(mnt) == before
+    gate = run_aiobench(
+        "compare", str(tmp_path / "e.json"), str(tmp_path / "slow.json"), "--fail-below", "10"
+    )
+    assert gate.returncode == 3, gate.stdout + gate.stderr
+    failed = [line for line in gate.stdout.splitlines() if "FAIL: fell" in line]
+    names = {" ".join(line.split()[:3]) for line in failed}
+    assert {"SEQ1M Q8T1 read", "SEQ1M Q1T1 read"} <= names, gate.stdout
 
 
 @pytest.mark.root
@@ -210,35 +260,44 @@ def test_two_checks_of_one_target_pass_the_gate_and_half_a_rate_fails_it(
     assert report.returncode == 0 and "FAIL" not in report.stdout
 
 
+def _usage_error(capsys: pytest.CaptureFixture[str], args: list[str], needles: list[str]) -> None:
+    """The CLI in this process: exit 2, one ``Error:`` line naming every needle."""
+    code, out, err = call_main(capsys, *args)
+    assert_usage_error(subprocess.CompletedProcess(args, code, out, err), needles)
+
+
 @pytest.mark.root
 def test_a_check_and_a_run_are_not_compared_and_show_refuses_a_check(
-    tmpfs_check: Doc, tmp_path: Path
+    tmpfs_check: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "f").write_bytes(b"\0" * 65536)
-    run = run_aiobench("-r", "-b", "4k", str(tmp_path / "f"), "--json", str(tmp_path / "r.json"))
-    assert run.returncode == 0, run.stderr
+    run = ["-r", "-b", "4k", "--nolive", str(tmp_path / "f"), "--json", str(tmp_path / "r.json")]
+    assert call_main(capsys, *run)[0] == 0
     check = str(tmpfs_check["json"])
-    proc = run_aiobench("compare", check, str(tmp_path / "r.json"))
-    assert_usage_error(proc, ["is a check document", "a run document"])
-    assert_usage_error(run_aiobench("show", check), ["a check document"])
-    assert_usage_error(
-        run_aiobench("compare", check, check, "--fail-below", "100"), ["--fail-below"]
+    _usage_error(
+        capsys, ["compare", check, str(tmp_path / "r.json")], ["is a check document", "a run"]
     )
+    _usage_error(capsys, ["show", check], ["a check document"])
+    _usage_error(capsys, ["compare", check, check, "--fail-below", "100"], ["--fail-below"])
 
 
-def test_usage_errors_name_dir_and_touch_nothing(tmp_path: Path) -> None:
+def test_usage_errors_name_dir_and_touch_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "file").write_text("x", encoding="utf-8")
     before = listing(tmp_path)
     cases = [
-        ((str(tmp_path / "missing"),), ["DIR:", "missing", "does not exist"]),
-        ((str(tmp_path / "file"),), ["DIR:", "file", "is not a directory"]),
-        ((str(tmp_path), "--budget", "1"), ["--budget", "between 3 and 3600"]),
-        ((str(tmp_path), "--json", str(tmp_path)), ["--json", "is a directory"]),
-        ((str(tmp_path), "--markdown", str(tmp_path / "no" / "x.md")), ["--markdown"]),
+        ([str(tmp_path / "missing")], ["DIR:", "missing", "does not exist"]),
+        ([str(tmp_path / "file")], ["DIR:", "file", "is not a directory"]),
+        ([str(tmp_path), "--budget", "1"], ["--budget", "between 3 and 3600"]),
+        ([str(tmp_path), "--json", str(tmp_path)], ["--json", "is a directory"]),
+        ([str(tmp_path), "--markdown", str(tmp_path / "no" / "x.md")], ["--markdown"]),
     ]
     for args, needles in cases:
-        assert_usage_error(run_aiobench("check", *args), needles)
+        _usage_error(capsys, ["check", *args], needles)
     assert listing(tmp_path) == before
+    # And once as a real process.
+    assert_usage_error(run_aiobench("check", str(tmp_path / "missing")), ["does not exist"])
 
 
 @pytest.mark.root

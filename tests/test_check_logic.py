@@ -59,8 +59,8 @@ def test_metadata_files_follow_the_slower_rate_within_bounds() -> None:
             run_overhead_ns=0,
         )
 
-    # 30 s: 1.5 s per phase at 4000/s -> 6000 files
-    assert plan.metadata_files(cal(10_000, 4000), 30 * S) == 6000
+    # 30 s: 1.5 s per phase at a quarter of 16,000/s (the slower rate) -> 6000 files
+    assert plan.metadata_files(cal(40_000, 16_000), 30 * S) == 6000
     assert plan.metadata_files(cal(100, 100), 30 * S) == plan.METADATA_FILES_MIN
     assert plan.metadata_files(cal(10**7, 10**7), 30 * S) == plan.METADATA_FILES_MAX
 
@@ -318,7 +318,7 @@ def test_a_rate_that_fell_by_half_fails_and_says_by_how_much() -> None:
     lines = compare_lines(a, b, fail_below=10)
     failed = {line.metric: line.note for line in lines if line.failed}
     assert set(failed) == {"IOPS", "Throughput MiB/s"}
-    assert failed["IOPS"] == "FAIL: fell 50.0% (limit 10%, runs vary by 1.3%)"
+    assert failed["IOPS"] == "FAIL: fell 50.0% (limit 10%, runs' noise \u00b11.6%)"
     text = render_compare(a, b, "base.json", "new.json", fail_below=10)
     assert text.endswith(
         "FAIL: 2 of the rates fell by more than 10%: RND4K Q1T1 read IOPS, "
@@ -331,12 +331,14 @@ def test_a_rate_that_fell_by_half_fails_and_says_by_how_much() -> None:
 
 
 def test_a_fall_within_the_noise_or_the_limit_passes() -> None:
+    """The noise of a gate is the error of the runs' mean rates, not one interval's."""
     noisy = [10_000, 16_000, 4_000, 12_000, 8_000, 10_000]  # varies by 40 %
     a, b = _doc(_phase(noisy)), _doc(_phase(noisy, slower=1 / 0.7))  # fell 30 %
     lines = compare_lines(a, b, fail_below=10)
     assert not any(line.failed for line in lines)
     iops = next(line for line in lines if line.metric == "IOPS")
-    assert iops.note.startswith("fell 30.0%, more than 10% but within noise (runs vary by")
+    # Two standard errors of the difference of the means: 2 * sqrt(2 * 4000^2 / 6) = 46 %
+    assert iops.note == "fell 30.0%, more than 10% but within the runs' noise (\u00b146.2%)"
     assert render_compare(a, b, "a", "b", fail_below=10).endswith(
         "OK: no rate fell by more than 10% beyond the runs' noise\n"
     )
@@ -344,6 +346,15 @@ def test_a_fall_within_the_noise_or_the_limit_passes() -> None:
     # A rise never fails.
     up = _doc(_phase(STEADY, slower=0.5))
     assert not any(line.failed for line in compare_lines(_doc(_phase(STEADY)), up, 10))
+
+
+def test_a_bursty_run_far_below_fails_though_its_intervals_vary_by_100_percent() -> None:
+    """A throttled device delivers in bursts: its single intervals vary by 100 %, yet its
+    mean is known well enough to see it fell by 90 %."""
+    a = _doc(_phase(STEADY))
+    b = _doc(_phase([0, 2000, 0, 2000, 0, 2000], slower=1.0))
+    iops = next(line for line in compare_lines(a, b, 10) if line.metric == "IOPS")
+    assert iops.failed and iops.note.startswith("FAIL: fell 90.0% (limit 10%, runs' noise")
 
 
 def test_with_unknown_noise_the_limit_alone_decides_and_the_note_says_why() -> None:
@@ -361,7 +372,7 @@ def test_compare_markdown_is_a_table_with_the_failures_marked() -> None:
     assert len(body) == 5 and all(len(row) == 6 for row in body)
     iops = next(row for row in body if row[1] == "IOPS")
     assert iops[:5] == ["RND4K Q1T1 read", "IOPS", "10000", "5000", "0.50\u00d7"]
-    assert iops[5] == "**FAIL: fell 50.0% (limit 10%, runs vary by 1.3%)**"
+    assert iops[5] == "**FAIL: fell 50.0% (limit 10%, runs' noise \u00b11.6%)**"
     assert text.rstrip().endswith("RND4K Q1T1 read Throughput MiB/s")
     assert math.isclose(float(iops[3]) / float(iops[2]), 0.5)
 

@@ -17,6 +17,7 @@ import os
 import platform
 import secrets
 import socket
+import statistics
 import time
 from collections.abc import Callable
 
@@ -54,6 +55,12 @@ class _Check:
     start_ns: int
     direct: bool = False
     runs: int = 0
+    overheads: list[int] = dataclasses.field(default_factory=list)  # per run so far
+
+    def overhead_ns(self) -> int:
+        """What the next run costs besides its timed phases: the median of the runs so
+        far (the first runs also pay for warming up, one slow run should not count)."""
+        return int(statistics.median(self.overheads)) if self.overheads else 0
 
     @property
     def deadline_ns(self) -> int:
@@ -102,6 +109,7 @@ class _Check:
         meta = run_meta(cfg, resolved, event_loop_name())
         run = run_benchmark(cfg, resolved, meta=meta)
         self.runs += 1
+        self.overheads.append(_overhead(run, self.clock() - began))
         if cfg.ioengine_fallback and ioengines.FALLBACK_NOTE not in self.notes:
             self.notes.append(ioengines.FALLBACK_NOTE)
         if run.interrupted or run.error is not None:
@@ -202,7 +210,7 @@ def _file_tests(c: _Check, cal: Calibration, free: int, fstype: str) -> None:
     steps: list[CheckTest | None] = [None, *plan.FILE_TESTS]  # None: the fill
     for done, step in enumerate(steps):
         remaining = c.deadline_ns - plan.cleanup_reserve_ns(c.budget_ns) - c.clock()
-        limit = plan.slot_ns(remaining, len(steps) - done, cal.run_overhead_ns)
+        limit = plan.slot_ns(remaining, len(steps) - done, c.overhead_ns())
         test = plan.FILL if step is None else step
         if step is None:
             sized = plan.file_size(

@@ -4,7 +4,9 @@ A run's own noise is how much its interval rates (or interval latencies) spread:
 coefficient of variation over its full-length intervals. When the change from A to B is
 no larger than the noisier run's spread, the table says it is within noise, since a rerun
 of either could differ that much. With fewer than three full intervals the noise is
-unknown and the table says so (a shorter ``--liveint`` gives more intervals). File names,
+unknown and the table says so (a shorter ``--liveint`` gives more intervals).
+``--fail-below`` gates on the error of the runs' mean rates instead (:func:`change_margin`):
+a whole run's mean is known far better than one interval's value. File names,
 labels, commands and phase names are shown through :func:`~aiobench.text.printable`.
 """
 
@@ -22,6 +24,9 @@ from aiobench.text import printable
 from aiobench.units import MIB, format_elapsed, format_latency
 
 MIN_INTERVALS = 3
+# --fail-below: a fall counts when it is beyond this many standard errors of the
+# difference of the runs' mean interval rates (about 95 % for a normal spread).
+NOISE_SIGMAS = 2.0
 TIMES = "\u00d7"  # the multiplication sign of "1.00x"
 
 
@@ -85,21 +90,48 @@ def _latency_metric(point: int) -> _Metric:
     return _Metric(f"IO latency p{point}", whole, interval, format_latency)
 
 
-def interval_noise(
+def interval_values(
     phase: PhaseResult, per_interval: Callable[[IntervalStats], float]
-) -> float | None:
-    """Coefficient of variation of a metric over the phase's full-length intervals."""
+) -> list[float] | None:
+    """A metric over the phase's full-length intervals; None with fewer than three."""
     if not phase.intervals:
         return None
     length = phase.intervals[0].end_ns - phase.intervals[0].start_ns
     values = [per_interval(iv) for iv in phase.intervals if iv.end_ns - iv.start_ns == length]
     values = [v for v in values if not math.isnan(v)]  # intervals without a sample
-    if len(values) < MIN_INTERVALS:
+    return values if len(values) >= MIN_INTERVALS else None
+
+
+def interval_noise(
+    phase: PhaseResult, per_interval: Callable[[IntervalStats], float]
+) -> float | None:
+    """Coefficient of variation of a metric over the phase's full-length intervals."""
+    values = interval_values(phase, per_interval)
+    if values is None:
         return None
     mean = statistics.fmean(values)
     if mean <= 0:
         return None
     return statistics.pstdev(values) / mean
+
+
+def change_margin(
+    a: PhaseResult, b: PhaseResult, per_interval: Callable[[IntervalStats], float]
+) -> float | None:
+    """How far B's rate may lie from A's by the runs' noise alone, as a share of A's:
+    :data:`NOISE_SIGMAS` standard errors of the difference of the two runs' mean interval
+    rates (Welch's, as pyperf's significance test). The spread of single intervals would
+    call a run whose intervals are bursty (a throttled device: ±100 %) noisy however far
+    its mean fell; the error of the mean shrinks with the number of intervals. None when
+    either run has fewer than three full intervals."""
+    va, vb = interval_values(a, per_interval), interval_values(b, per_interval)
+    if va is None or vb is None:
+        return None
+    mean = statistics.fmean(va)
+    if mean <= 0:
+        return None
+    error = math.sqrt(statistics.variance(va) / len(va) + statistics.variance(vb) / len(vb))
+    return NOISE_SIGMAS * error / mean
 
 
 def _labelled(run: RunResult | Compared) -> list[tuple[str, PhaseResult]]:
@@ -135,46 +167,47 @@ class Line:
     failed: bool = False
 
 
-def _gate(drop: float, fail_below: float, noise: float | None) -> tuple[bool, str]:
+def _gate(drop: float, fail_below: float, margin: float | None) -> tuple[bool, str]:
     """Whether a rate that fell by ``drop`` (0.5 = by half) fails ``--fail-below``, and
-    the note that says so; noise None: unknown, the limit alone decides."""
+    the note that says so; ``margin`` (see :func:`change_margin`) None: unknown, the
+    limit alone decides."""
     fell = f"fell {100 * drop:.1f}%"
     if 100 * drop <= fail_below:
         return False, ""
-    if noise is None:
+    if margin is None:
         unknown = f"noise unknown: fewer than {MIN_INTERVALS} full intervals"
         return True, f"FAIL: {fell} (limit {fail_below:g}%; {unknown})"
-    if drop <= noise:
+    if drop <= margin:
         return False, (
-            f"{fell}, more than {fail_below:g}% but within noise (runs vary by {100 * noise:.1f}%)"
+            f"{fell}, more than {fail_below:g}% but within the runs' noise (±{100 * margin:.1f}%)"
         )
-    return True, f"FAIL: {fell} (limit {fail_below:g}%, runs vary by {100 * noise:.1f}%)"
+    return True, f"FAIL: {fell} (limit {fail_below:g}%, runs' noise ±{100 * margin:.1f}%)"
 
 
 def compare_lines(
     a: RunResult | Compared, b: RunResult | Compared, fail_below: float | None = None
 ) -> list[Line]:
     """Every compared metric; with ``fail_below`` (a percentage) the rates (entries/s,
-    IOPS, MiB/s) that fell by more than it and by more than the noisier run's spread are
-    marked failed. Elapsed time and latency are shown, never gated."""
+    IOPS, MiB/s) that fell by more than it and by more than the runs' noise
+    (:func:`change_margin`) are marked failed. Elapsed time and latency are shown, never
+    gated."""
     lines = []
     for label, pa, pb in _pairs(a, b):
         for metric in _metrics(pa):
             va, vb = metric.value(pa), metric.value(pb)
             ratio = f"{vb / va:.2f}{TIMES}" if va else "-"
-            note, failed, noise = "", False, None
-            known = False
+            note, failed = "", False
             if metric.per_interval is not None and va:
                 spreads = [interval_noise(p, metric.per_interval) for p in (pa, pb)]
-                known = None not in spreads
-                if not known:
+                if None in spreads:
                     note = f"noise unknown (fewer than {MIN_INTERVALS} full intervals)"
                 else:
                     noise = max(n for n in spreads if n is not None)
                     if abs(vb / va - 1) <= noise:
                         note = f"warning: within noise (runs vary by {100 * noise:.1f}%)"
-            if fail_below is not None and metric.rate and va and vb < va:
-                failed, gate_note = _gate(1 - vb / va, fail_below, noise if known else None)
+            if fail_below is not None and metric.rate and metric.per_interval and va and vb < va:
+                margin = change_margin(pa, pb, metric.per_interval)
+                failed, gate_note = _gate(1 - vb / va, fail_below, margin)
                 note = gate_note or note
             lines.append(
                 Line(

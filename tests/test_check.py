@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.check import plan
 from tests.conftest import (
     Ext4Loop,
+    FaultFs,
     Listing,
     assert_usage_error,
     call_main,
@@ -304,7 +305,7 @@ def test_usage_errors_name_dir_and_touch_nothing(
 def test_a_dir_without_the_space_is_refused_naming_both_figures(small_tmpfs: Path) -> None:
     before = listing(small_tmpfs)
     proc = run_aiobench("check", str(small_tmpfs), "--budget", "3")
-    assert_usage_error(proc, [str(small_tmpfs), "needs 64 MiB free", "has 1.0 MiB available"])
+    assert_usage_error(proc, [str(small_tmpfs), "needs 48 MiB free", "has 1.0 MiB available"])
     assert listing(small_tmpfs) == before
 
 
@@ -358,3 +359,29 @@ def test_signals_at_random_moments_leave_nothing_behind(
             assert stdout.startswith(f"aiobench check {tmpfs_dir}: tmpfs"), where  # so far
     # (6 uniform draws over start-up and budget: all of them past the end is ~1e-6 likely)
     assert stopped >= 1, f"seed {SEED}: no signal came before the check ended"
+
+
+@pytest.mark.root
+def test_an_io_error_mid_check_reports_what_was_measured_and_cleans_up(
+    fault_fs: FaultFs, tmp_path: Path, validator: Draft202012Validator
+) -> None:
+    """Reads of byte 4 MiB of any file fail with EIO: the first read test stops there."""
+    mnt = fault_fs(eio_offset=4 << 20, eio_ops=("read",))
+    before = _populate(mnt)
+    out = tmp_path / "io.json"
+    proc = run_aiobench(
+        "check", str(mnt), "--budget", str(BUDGET_S), "--json", str(out), timeout=WALL_GUARD_S
+    )
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    (error,) = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert "test.dat" in error and "offset 4194304" in error and "EIO" in error, error
+    assert listing(mnt) == before
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert errors_of(validator, doc) == []
+    assert doc["error"]["errno_name"] == "EIO" and doc["error"]["offset"] == 4 << 20
+    measured = [t["label"] for t in doc["tests"]]
+    assert measured[:2] == ["SEQ1M Q8T1 write", "SEQ1M Q1T1 write"]  # the writes ran
+    assert "META create" in measured and "RND4K Q1T1 read" not in measured
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("SEQ1M Q8T1  write") for line in lines), proc.stdout

@@ -74,7 +74,7 @@ def test_intervals_give_compare_its_noise() -> None:
 def test_free_space_refusal_names_both_figures() -> None:
     assert plan.free_space_error(plan.REQUIRED_FREE_BYTES) is None
     message = plan.free_space_error(MIB // 2)
-    assert message == "needs 64 MiB free for its test files, has 0.5 MiB available"
+    assert message == "needs 48 MiB free for its test files, has 0.5 MiB available"
 
 
 def _size(**over: object) -> plan.FileSize:

@@ -69,6 +69,8 @@ def check(
         )
     if result.error is not None:
         print(f"Error: {printable(str(result.error['message']))}", file=sys.stderr)
+    if not (result.complete or result.interrupted or result.error):
+        errors.append(f"the check did not complete: {len(result.rows)} of its tests ran")
     for message in filter(None, errors):
         print(f"Error: {message}", file=sys.stderr)
     if result.error is not None or any(errors):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aiobench.check.plan import META, CheckTest
+from aiobench.check.plan import META, TABLE_ORDER, CheckTest
 from aiobench.results import PhaseResult, RunResult
 
 
@@ -55,3 +55,8 @@ class CheckResult:
     findings: list[Finding] = field(default_factory=list)
     interrupted: bool = False
     error: dict[str, object] | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Whether every test of the battery has its row."""
+        return len(self.rows) == len(TABLE_ORDER)

@@ -12,6 +12,7 @@ long is paid back by the later ones.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from aiobench.units import MIB, NS_PER_MS, NS_PER_S
@@ -44,7 +45,7 @@ MIN_FILE_BYTES = 8 * MIB
 # What a DIR must have free: the calibration file, the smallest test file and the metadata
 # files' inodes and blocks, with room to spare. The test file takes at most half the free
 # space, so others writing there are not starved by the check.
-REQUIRED_FREE_BYTES = 64 * MIB
+REQUIRED_FREE_BYTES = 48 * MIB
 FREE_SHARE = 0.5
 # Where there is no direct I/O, a file this much larger than memory cannot be cached whole.
 PAGE_CACHE_FACTOR = 1.25
@@ -259,5 +260,5 @@ def free_space_error(free_bytes: int) -> str | None:
         return None
     return (
         f"needs {REQUIRED_FREE_BYTES // MIB} MiB free for its test files, "
-        f"has {free_bytes / MIB:.1f} MiB available"
+        f"has {math.floor(free_bytes / MIB * 10) / 10:.1f} MiB available"
     )

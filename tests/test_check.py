@@ -380,8 +380,17 @@ def test_an_io_error_mid_check_reports_what_was_measured_and_cleans_up(
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert errors_of(validator, doc) == []
     assert doc["error"]["errno_name"] == "EIO" and doc["error"]["offset"] == 4 << 20
-    measured = [t["label"] for t in doc["tests"]]
-    assert measured[:2] == ["SEQ1M Q8T1 write", "SEQ1M Q1T1 write"]  # the writes ran
-    assert "META create" in measured and "RND4K Q1T1 read" not in measured
+    status = {t["label"]: t["status"] for t in doc["tests"]}
+    # The metadata test and the writes ran; the first read test ended with the error.
+    assert status == {
+        "SEQ1M Q8T1 read": "error",
+        "SEQ1M Q8T1 write": "time_limited",
+        "SEQ1M Q1T1 write": "time_limited",
+        "META create": "ok",
+        "META stat": "ok",
+        "META delete": "ok",
+    }
+    assert [f["rule"] for f in doc["findings"] if f["test"] == "SEQ1M Q8T1 read"] == ["status"]
     lines = proc.stdout.splitlines()
     assert any(line.startswith("SEQ1M Q8T1  write") for line in lines), proc.stdout
+    assert any(line.endswith("(error)") for line in lines), proc.stdout

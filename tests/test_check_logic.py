@@ -200,7 +200,7 @@ def test_few_operations_and_odd_endings_are_named() -> None:
         ("SEQ1M Q1T1 read", "few_ops")
     ]
     assert _rules([_row("META create", 1000, status="time_limited")]) == [("META create", "status")]
-    assert _rules([_row("SEQ1M Q1T1 read", 100 * MIB, status="interrupted")]) == [
+    assert _rules([_row("SEQ1M Q1T1 read", 100 * MIB, status="interrupted", count=3)]) == [
         ("SEQ1M Q1T1 read", "status")
     ]
 

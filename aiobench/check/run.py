@@ -100,8 +100,8 @@ class _Check:
         return dataclasses.replace(cfg, timelimit_ns=limit_ns)
 
     def run(self, cfg: BenchConfig) -> tuple[RunResult, int]:
-        """One run of the phase runner; (its result, its wall time in ns). Raises
-        :class:`_Stopped` after keeping the result when a signal or error ended it."""
+        """One run of the phase runner; (its result, its wall time in ns). The caller
+        keeps it (:meth:`keep`), which stops the check when a signal or error ended it."""
         interrupts.resume()  # the previous run settled its signals; this one counts them
         interrupts.check()
         began = self.clock()
@@ -113,11 +113,6 @@ class _Check:
         self.overheads.append(_overhead(run, self.clock() - began))
         if cfg.ioengine_fallback and ioengines.FALLBACK_NOTE not in self.notes:
             self.notes.append(ioengines.FALLBACK_NOTE)
-        if run.interrupted or run.error is not None:
-            self.result.runs.append(run)
-            if run.error is not None:
-                self.result.error = run.error
-            raise _Stopped
         return run, self.clock() - began
 
     @property
@@ -127,9 +122,15 @@ class _Check:
         return notes
 
     def keep(self, run: RunResult, rows: list[tuple[CheckTest, int, PhaseResult]]) -> None:
+        """Keep a run and the rows taken from its phases; raises :class:`_Stopped` when
+        a signal or an I/O error ended it (its rows so far are kept, marked so)."""
         index = len(self.result.runs)
         self.result.runs.append(run)
         self.result.rows += [row_of(test, index, i, phase) for test, i, phase in rows]
+        if run.error is not None:
+            self.result.error = run.error
+        if run.interrupted or run.error is not None:
+            raise _Stopped
 
 
 def _overhead(run: RunResult, wall_ns: int) -> int:
@@ -156,6 +157,7 @@ def _calibrate(c: _Check) -> Calibration:
         size="0",
     )
     md, md_wall = c.run(md_cfg)
+    c.keep(md, [])
     by_name = {p.name: p for p in md.phases}
     size = plan.CALIBRATION_FILE_BYTES
     seq_cfg = c.config(
@@ -168,9 +170,8 @@ def _calibrate(c: _Check) -> Calibration:
         direct=c.direct,
     )
     seq, seq_wall = c.run(seq_cfg)
-    os.unlink(c.work.file("cal.dat"))
-    c.keep(md, [])
     c.keep(seq, [])
+    os.unlink(c.work.file("cal.dat"))
     return Calibration(
         write_bytes_per_s=max(seq.phases[0].last_done.bytes_per_s, MIB),
         create_entries_per_s=max(by_name["WRITE"].last_done.entries_per_s, 1),

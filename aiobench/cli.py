@@ -56,8 +56,9 @@ def _version(value: bool) -> None:
 
 @app.command(
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Saved runs: aiobench show RUN.json | aiobench compare A.json B.json | "
-    "aiobench plot RUN.json -o FILE.png. A PATH named like one of these goes after --.",
+    epilog="Quick check: aiobench check DIR. Saved runs: aiobench show RUN.json | "
+    "aiobench compare A.json B.json | aiobench plot RUN.json -o FILE.png. A PATH named "
+    "like one of these goes after --.",
 )
 def bench(
     paths: Annotated[

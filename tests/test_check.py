@@ -394,3 +394,38 @@ def test_an_io_error_mid_check_reports_what_was_measured_and_cleans_up(
     lines = proc.stdout.splitlines()
     assert any(line.startswith("SEQ1M Q8T1  write") for line in lines), proc.stdout
     assert any(line.endswith("(error)") for line in lines), proc.stdout
+
+
+@pytest.mark.root
+def test_a_broken_check_document_is_an_error_naming_the_place(
+    tmpfs_check: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = str(tmpfs_check["json"])
+
+    def broken(name: str, change: Any) -> str:
+        doc = copy.deepcopy(tmpfs_check["doc"])
+        change(doc)
+        path = tmp_path / name
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        return str(path)
+
+    def set_run(doc: Doc) -> None:
+        doc["tests"][0]["run"] = 999
+
+    def set_op(doc: Doc) -> None:
+        doc["tests"][1]["op"] = "fly"
+
+    def set_hdr(doc: Doc) -> None:
+        doc["runs"][2]["phases"][0]["latency"]["entries"]["hdr_histogram"] = "AAAA"
+
+    def set_version(doc: Doc) -> None:
+        doc["schema_version"] = 2
+
+    cases = [
+        (broken("run.json", set_run), ["run.json", "$.tests[0]: no run 999"]),
+        (broken("op.json", set_op), ["op.json", "$.tests[1].op"]),
+        (broken("hdr.json", set_hdr), ["hdr.json", "$.runs[2].phases[0].latency.entries"]),
+        (broken("v2.json", set_version), ["v2.json", "schema_version 2"]),
+    ]
+    for path, needles in cases:
+        _usage_error(capsys, ["compare", good, path], needles)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import signal
 import sys
+import time
 from typing import Annotated
 
 import typer
@@ -47,7 +48,17 @@ def check(
         )
     json_export = None if json_out in (None, "-") else checked_export("--json", json_out)
     md_export = None if markdown is None else checked_export("--markdown", markdown)
-    result = run_check(directory, budget, ["aiobench", *sys.argv[1:]])
+    live = _Live(budget) if _on_terminal() else None
+    try:
+        result = run_check(
+            directory,
+            budget,
+            ["aiobench", *sys.argv[1:]],
+            progress=None if live is None else live.show,
+        )
+    finally:
+        if live is not None:
+            live.clear()
     human = sys.stderr if json_out == "-" else sys.stdout
     errors = []
     failed = streams.show(human, render_check(result))
@@ -78,3 +89,28 @@ def check(
     if result.interrupted:
         return 128 + int(signal.Signals[str(result.meta.get("signal", "SIGINT"))])
     return 0
+
+
+def _on_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+class _Live:
+    """One line on a terminal's stderr saying which test runs, redrawn in place."""
+
+    def __init__(self, budget_s: int) -> None:
+        self.budget_s = budget_s
+        self.start = time.monotonic()
+        self.drawn = False
+
+    def show(self, step: str) -> None:
+        elapsed = time.monotonic() - self.start
+        line = f"\r\x1b[Kaiobench check: {step} ({elapsed:.0f} of about {self.budget_s} s)"
+        self.drawn = streams.show(sys.stderr, line) is None
+
+    def clear(self) -> None:
+        if self.drawn:
+            streams.show(sys.stderr, "\r\x1b[K")

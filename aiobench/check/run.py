@@ -57,6 +57,7 @@ class _Check:
     direct: bool = False
     runs: int = 0
     overheads: list[int] = dataclasses.field(default_factory=list)  # per run so far
+    progress: Callable[[str], None] = lambda step: None  # what the check does now
 
     def overhead_ns(self) -> int:
         """What the next run costs besides its timed phases: the median of the runs so
@@ -143,6 +144,7 @@ def _direct(on: bool) -> list[str]:
 
 def _calibrate(c: _Check) -> Calibration:
     """A small metadata run and a 16 MiB sequential write: the rates the plan needs."""
+    c.progress("calibrating")
     meta_dir = c.work.metadata_dir()
     c.work.metadata_files = max(c.work.metadata_files, plan.CALIBRATION_FILES)
     files = str(plan.CALIBRATION_FILES)
@@ -181,6 +183,7 @@ def _calibrate(c: _Check) -> Calibration:
 
 
 def _metadata(c: _Check, cal: Calibration) -> None:
+    c.progress("META create, stat, delete")
     files = plan.metadata_files(cal, c.budget_ns)
     c.work.metadata_files = max(c.work.metadata_files, files)
     c.result.meta["metadata_files"] = files
@@ -246,6 +249,7 @@ def _file_tests(c: _Check, cal: Calibration, free: int, fstype: str) -> None:
             infloop=step is not None,
             live_interval_ms=plan.live_interval_ms(limit),
         )
+        c.progress("writing the test file" if step is None else test.label)
         run, _ = c.run(cfg)
         phase = run.phases[0]
         c.keep(run, [] if step is None else [(test, 0, phase)])
@@ -266,7 +270,11 @@ def _file_tests(c: _Check, cal: Calibration, free: int, fstype: str) -> None:
 
 
 def run_check(
-    dir_path: str, budget_s: int, argv: list[str], clock: Clock = time.perf_counter_ns
+    dir_path: str,
+    budget_s: int,
+    argv: list[str],
+    clock: Clock = time.perf_counter_ns,
+    progress: Callable[[str], None] | None = None,
 ) -> CheckResult:
     """The whole check; raises :class:`ConfigError` for a DIR it cannot run in (before
     creating anything, or after removing what it created)."""
@@ -314,6 +322,8 @@ def run_check(
         clock=clock,
         start_ns=start,
     )
+    if progress is not None:
+        c.progress = progress
     try:
         interrupts.check()
         work.create()
@@ -330,6 +340,7 @@ def run_check(
         name = errno.errorcode.get(exc.errno or 0, "")
         raise AiobenchError(f"{where}: {name}: {exc.strerror}") from None
     finally:
+        c.progress("removing its files")
         work.remove()
     interrupts.resume()  # a signal during the last run's end or the cleanup counts too
     signum = interrupts.settle()  # the outcome is fixed from here

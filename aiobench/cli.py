@@ -13,13 +13,14 @@ from typing import Annotated, TypeVar
 import typer
 
 from aiobench import __version__, interrupts, ioengines, streams
+from aiobench.check.command import check as check_command
 from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig, build_config
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.memory import check_memory
 from aiobench.mpi import World, abort_job, binding_note, launch_rank
 from aiobench.mpi import wanted as mpi_wanted
 from aiobench.outputs import Outputs, check_output_files, reason
-from aiobench.render.compare import common_phases, render_compare
+from aiobench.render.compare import compare_command
 from aiobench.render.json import dumps
 from aiobench.render.table import render_table
 from aiobench.results import RunResult
@@ -42,7 +43,7 @@ tools = typer.Typer(
     help="Work with saved runs (--json files).",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-SUBCOMMANDS = ("show", "compare", "plot")
+SUBCOMMANDS = ("show", "compare", "plot", "check")
 # A plot smaller than this has no room for its three panels; larger ones only cost memory.
 MIN_PLOT_PX, MAX_PLOT_PX = 100, 10_000
 
@@ -55,8 +56,9 @@ def _version(value: bool) -> None:
 
 @app.command(
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Saved runs: aiobench show RUN.json | aiobench compare A.json B.json | "
-    "aiobench plot RUN.json -o FILE.png. A PATH named like one of these goes after --.",
+    epilog="Quick check: aiobench check DIR. Saved runs: aiobench show RUN.json | "
+    "aiobench compare A.json B.json | aiobench plot RUN.json -o FILE.png. A PATH named "
+    "like one of these goes after --.",
 )
 def bench(
     paths: Annotated[
@@ -529,13 +531,23 @@ def show(
 def compare(
     run_a: Annotated[str, typer.Argument(metavar="A.json", help="The baseline run.")],
     run_b: Annotated[str, typer.Argument(metavar="B.json", help="The run to compare with it.")],
+    fail_below: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-below",
+            metavar="PCT",
+            help="Exit 3 when a rate (MiB/s, IOPS, entries/s) of B fell by more than PCT % "
+            "of A's and by more than the runs' noise.",
+        ),
+    ] = None,
+    markdown: Annotated[
+        str | None,
+        typer.Option("--markdown", metavar="FILE", help="Also write the table as markdown."),
+    ] = None,
 ) -> int:
-    """Per phase and metric the ratio B/A, with a warning when it is within the runs' noise."""
-    a, b = load_run(run_a), load_run(run_b)
-    if not common_phases(a, b):
-        raise ConfigError(f"{run_a} and {run_b} have no phase in common")
-    _print_out(render_compare(a, b, run_a, run_b))
-    return 0
+    """Per phase and metric the ratio B/A, with a warning when it is within the runs' noise
+    (run or check documents)."""
+    return compare_command(run_a, run_b, fail_below, markdown, _print_out)
 
 
 @tools.command("plot")
@@ -560,6 +572,9 @@ def plot(
         raise ConfigError(f"-o/--output: {output} is a directory")
     render_plot(doc, output, width_px=width, height_px=height)
     return 0
+
+
+tools.command("check")(check_command)
 
 
 def main(argv: list[str] | None = None) -> None:

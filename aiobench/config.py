@@ -81,6 +81,9 @@ class BenchConfig:
     limitwrite: int = 0  # likewise in write phases
     dropcache: bool = False  # DROPCACHE block likewise (root)
     timelimit_s: int  # 0 = none
+    # A finer limit for in-process callers (``aiobench check`` gives each test a share of
+    # its budget); when set it is the phase limit instead of timelimit_s. No option sets it.
+    timelimit_ns: int = 0
     label: str
     live: bool
     live_interval_ms: int = DEFAULT_LIVE_INTERVAL_MS

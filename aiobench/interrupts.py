@@ -38,6 +38,9 @@ class _State:
     received: signal.Signals | None = None
     on_signal: Callable[[], object] | None = None  # what the run in progress does
     settled = False  # the run's outcome is fixed: later signals are ignored
+    # A signal that came while settled, for a caller that runs another run after it
+    # (``aiobench check``: several runs, one outcome); see :func:`resume`.
+    late: signal.Signals | None = None
 
 
 _state = _State()
@@ -45,6 +48,8 @@ _state = _State()
 
 def _handle(signum: int, frame: FrameType | None) -> None:
     if _state.settled:
+        if _state.late is None:
+            _state.late = signal.Signals(signum)
         return
     if _state.received is None:
         _state.received = signal.Signals(signum)
@@ -56,6 +61,7 @@ def _handle(signum: int, frame: FrameType | None) -> None:
 def install() -> None:
     """Record SIGINT/SIGTERM from now on (main thread only: handlers live there)."""
     _state.received, _state.on_signal, _state.settled = None, None, False
+    _state.late = None
     for signum in HANDLED:
         signal.signal(signum, _handle)
 
@@ -81,6 +87,7 @@ def handled() -> Iterator[None]:
             if handler is not None:  # (None: not set from Python, cannot be put back)
                 signal.signal(signum, handler)
         _state.received, _state.on_signal, _state.settled = None, None, False
+        _state.late = None
 
 
 def received() -> signal.Signals | None:
@@ -111,3 +118,15 @@ def settle() -> signal.Signals | None:
     signum = received()
     _state.settled, _state.on_signal = True, None
     return signum
+
+
+def resume() -> None:
+    """Another run follows one that settled (``aiobench check`` runs several): signals
+    count again, and one that came since :func:`settle` counts as received now."""
+    if not _state.settled:
+        return
+    _state.settled = False
+    # (a signal from here on is recorded as received by the handler itself)
+    if _state.received is None and _state.late is not None:
+        _state.received = _state.late
+    _state.late = None

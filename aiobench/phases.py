@@ -369,8 +369,9 @@ def _start(
     ctx.observer.phase_started(name, wall_start)
     cpu_start = process_time_ns()
     shared.start_ns = perf_counter_ns()
-    if cfg.timelimit_s:
-        shared.deadline_ns = shared.start_ns + cfg.timelimit_s * 1_000_000_000
+    limit_ns = cfg.timelimit_ns or cfg.timelimit_s * 1_000_000_000
+    if limit_ns:
+        shared.deadline_ns = shared.start_ns + limit_ns
     gate.open(shared.start_ns, shared.deadline_ns, stopped=shared.stop.is_set())
     cpu["start"] = CpuSample(shared.start_ns, cpu_start)
     series = shared.series = IntervalSeries(

@@ -17,6 +17,10 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
         removing an entry; before, such errors claimed offset 0); phases[].status (ok,
         error, interrupted, time_limited) and phases[].error (the error that ended the
         phase, else null), in the --json document and the --jsonfile records alike.
+    3, extended without a bump — the document of ``aiobench check --json`` ("kind":
+        "check": meta, tests, findings, and runs that are version-3 documents), a branch
+        of its own in the schema; meta.config.timelimit_ns (optional: the sub-second
+        phase limit the check gives its tests, 0 in an ordinary run).
 """
 
 from __future__ import annotations
@@ -273,3 +277,25 @@ class RunResult:
     phases: list[PhaseResult] = field(default_factory=list)
     interrupted: bool = False
     error: dict[str, object] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compared:
+    """What ``compare`` reads from a run or a check document: its meta and its phases,
+    each under the label it is matched by (a run's phase name, ``WRITE#2`` for its second
+    block of that name; a check's test label, ``SEQ1M Q8T1 read``)."""
+
+    kind: str  # "run" or "check"
+    meta: dict[str, object]
+    phases: list[tuple[str, PhaseResult]]
+
+
+def labelled_phases(run: RunResult) -> list[tuple[str, PhaseResult]]:
+    """A run's phases under their compare labels (``WRITE``, ``WRITE#2``, ...)."""
+    seen: dict[str, int] = {}
+    out = []
+    for phase in run.phases:
+        nth = seen.get(phase.name, 0) + 1
+        seen[phase.name] = nth
+        out.append((phase.name if nth == 1 else f"{phase.name}#{nth}", phase))
+    return out

@@ -22,17 +22,20 @@ from aiobench.errors import ConfigError
 from aiobench.infile import read_regular_file
 from aiobench.results import (
     SCHEMA_VERSION,
+    Compared,
     IntervalStats,
     PhaseResult,
     RunResult,
     TargetTotals,
     ThreadTotals,
     Totals,
+    labelled_phases,
 )
 from aiobench.stats import LatencyRecorder, LatencySummary
 from aiobench.units import MIB
 
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
+CHECK_KIND = "check"  # the "kind" of an `aiobench check --json` document
 # Room for the longest runs (measured): a --liveint interval takes about 1.4 KB of the
 # indented document (2.3 KB in dir mode, with the entries' latency) and a phase 4-9 KB
 # besides, so 256 MiB holds over 110,000 intervals: 60 hours of one phase at the default
@@ -81,8 +84,8 @@ def _brief(text: str) -> str:
     return text[: _MAX_MESSAGE_CHARS - 3] + "..."
 
 
-def load_document(path: str) -> dict[str, Any]:
-    """The parsed and checked JSON of a saved run, or :class:`ConfigError` naming ``path``."""
+def _parse(path: str) -> Any:
+    """The JSON value in the file ``path``, numbers checked; else :class:`ConfigError`."""
     raw = read_regular_file(path, MAX_DOCUMENT_BYTES)
     try:
         doc = json.loads(
@@ -96,6 +99,20 @@ def load_document(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from None
     except ValueError as exc:  # json.JSONDecodeError
         raise ConfigError(f"{path}: not a JSON document ({exc})") from None
+    return doc
+
+
+def load_document(path: str) -> dict[str, Any]:
+    """The parsed and checked JSON of a saved run, or :class:`ConfigError` naming ``path``."""
+    doc = _parse(path)
+    if isinstance(doc, dict) and doc.get("kind") == CHECK_KIND:
+        raise ConfigError(
+            f"{path}: a check document (aiobench check --json); only compare reads it"
+        )
+    return _checked_run(doc, path)
+
+
+def _checked_run(doc: Any, path: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or "phases" not in doc:
         raise ConfigError(f"{path}: not an aiobench result document (written by --json)")
     version = doc.get("schema_version")
@@ -109,15 +126,24 @@ def load_document(path: str) -> dict[str, Any]:
     return doc
 
 
-def _validate(doc: dict[str, Any], version: int, path: str) -> None:
+def _check_version(doc: dict[str, Any], path: str) -> None:
+    version = doc.get("schema_version")
+    if type(version) is not int or version != SCHEMA_VERSION:
+        raise ConfigError(
+            f"{path}: check document of schema_version {_brief(repr(version))}; this "
+            f"aiobench reads {SCHEMA_VERSION}"
+        )
+
+
+def _validate(doc: dict[str, Any], version: int, path: str, kind: str = "run") -> None:
     """:class:`ConfigError` with the JSON path of the first place that breaks the schema."""
     # Here, not at the top: the benchmark itself imports this module and needs neither.
     import fastjsonschema
 
-    from aiobench.schema import document_validator
+    from aiobench.schema import check_validator, document_validator
 
     try:
-        document_validator(version)(doc)
+        (check_validator() if kind == CHECK_KIND else document_validator(version))(doc)
     except fastjsonschema.JsonSchemaValueException as exc:
         # exc.name is the place as fastjsonschema spells it: data.phases[0].latency
         name = exc.name or "data"
@@ -128,13 +154,13 @@ def _validate(doc: dict[str, Any], version: int, path: str) -> None:
         raise ConfigError(f"{path}: {_brief(f'{where}: {rule}')}") from None
 
 
-def _check_histograms(doc: dict[str, Any], path: str) -> None:
+def _check_histograms(doc: dict[str, Any], path: str, where: str = "$") -> None:
     """Every latency histogram decodes to exactly the count beside it (the schema checks
     only that it is base64), so plotting and merging them later cannot fail."""
     for i, phase in enumerate(doc["phases"]):
-        places = [(f"$.phases[{i}].latency", phase["latency"])]
+        places = [(f"{where}.phases[{i}].latency", phase["latency"])]
         places += [
-            (f"$.phases[{i}].intervals[{j}].latency", interval["latency"])
+            (f"{where}.phases[{i}].intervals[{j}].latency", interval["latency"])
             for j, interval in enumerate(phase.get("intervals", []))
         ]
         for where, latencies in places:
@@ -158,7 +184,10 @@ def _histogram_holds(d: dict[str, Any]) -> bool:
 
 
 def load_run(path: str) -> RunResult:
-    doc = load_document(path)
+    return _run(load_document(path), path)
+
+
+def _run(doc: dict[str, Any], path: str) -> RunResult:
     try:
         config = doc["meta"].get("config") or {}
         iterations = int(config.get("iterations", 1))
@@ -275,3 +304,23 @@ def _phase(d: dict[str, Any], iterations: int) -> PhaseResult:
         # flags above); a version-2 phase has none of its own.
         error=d.get("error"),
     )
+
+
+def load_compared(path: str) -> Compared:
+    """A run (``--json``) or check (``check --json``) document for ``compare``."""
+    doc = _parse(path)
+    if not (isinstance(doc, dict) and doc.get("kind") == CHECK_KIND):
+        run = _run(_checked_run(doc, path), path)
+        return Compared(kind="run", meta=run.meta, phases=labelled_phases(run))
+    _check_version(doc, path)
+    _validate(doc, SCHEMA_VERSION, path, CHECK_KIND)
+    for i, run_doc in enumerate(doc["runs"]):
+        _check_histograms(run_doc, path, f"$.runs[{i}]")
+    runs = [_run(run_doc, path) for run_doc in doc["runs"]]
+    phases = []
+    for i, test in enumerate(doc["tests"]):
+        run_index, phase_index = test["run"], test["phase"]
+        if run_index >= len(runs) or phase_index >= len(runs[run_index].phases):
+            raise ConfigError(f"{path}: $.tests[{i}]: no run {run_index} phase {phase_index}")
+        phases.append((str(test["label"]), runs[run_index].phases[phase_index]))
+    return Compared(kind=CHECK_KIND, meta=doc["meta"], phases=phases)

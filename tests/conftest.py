@@ -20,6 +20,7 @@ import pytest
 import typer
 import uvloop
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from markdown_it import MarkdownIt
 
 from aiobench.cli import app, main
 from aiobench.config import BenchConfig, build_config
@@ -460,3 +461,25 @@ def make_cfg(paths: list[str], **over: object) -> BenchConfig:
     )
     args.update(over)
     return build_config(**args)  # type: ignore[arg-type]
+
+
+def md_table(text: str) -> tuple[list[str], list[list[str]]]:
+    """The header cells and body rows of the first table in ``text``, as a markdown
+    parser (markdown-it, GitHub's table extension) sees them."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    kinds = [t.type for t in tokens]
+    assert "table_open" in kinds, kinds
+    header: list[str] = []
+    rows: list[list[str]] = []
+    cell: list[str] | None = None
+    for token in tokens[kinds.index("table_open") : kinds.index("table_close")]:
+        if token.type == "tr_open":
+            cell = []
+        elif token.type == "inline" and cell is not None:
+            cell.append(token.content)
+        elif token.type == "tr_close" and cell is not None:
+            if header:
+                rows.append(cell)
+            else:
+                header = cell
+    return header, rows

@@ -91,6 +91,7 @@ def test_schema_is_draft_2020_12_and_strict() -> None:
     defs = schema["$defs"]
     strict = ["document", "phase", "totals", "latency", "percentiles", "thread", "io_error"]
     strict += ["interval", "target", "per_target", "phase_record", "interval_record"]
+    strict += ["check_document", "check_meta", "check_test", "check_finding"]
     for name in strict:
         assert defs[name]["additionalProperties"] is False, name
     assert defs["percentiles"]["required"] == [f"{p:g}" for p in PERCENTILES] == FIO_POINTS
@@ -99,6 +100,7 @@ def test_schema_is_draft_2020_12_and_strict() -> None:
         "#/$defs/document",
         "#/$defs/phase_record",
         "#/$defs/interval_record",
+        "#/$defs/check_document",
     ]
 
 

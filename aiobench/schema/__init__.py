@@ -56,3 +56,15 @@ def document_validator(version: int) -> Callable[[Any], Any]:
         document_schema(version), use_default=False
     )
     return validate
+
+
+@functools.cache
+def check_validator() -> Callable[[Any], Any]:
+    """Like :func:`document_validator`, for the document of ``aiobench check --json``."""
+    import fastjsonschema
+
+    schema = load_schema()
+    del schema["oneOf"]
+    schema["$ref"] = "#/$defs/check_document"
+    validate: Callable[[Any], Any] = fastjsonschema.compile(schema, use_default=False)
+    return validate

@@ -1,0 +1,63 @@
+"""Whole-document outputs of ``check`` and ``compare`` (``--json FILE``, ``--markdown
+FILE``): checked before anything runs, then written where the name leads (the rules of
+:mod:`aiobench.outfiles`: a regular file replaced atomically, a FIFO or device written in
+place, a directory or block device refused)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from aiobench import outfiles
+from aiobench.errors import ConfigError
+from aiobench.outfiles import NEW, REGULAR, STREAM, Place
+from aiobench.outputs import reason
+from aiobench.text import printable
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    option: str
+    path: str
+    place: Place
+
+
+def checked_export(option: str, path: str) -> Export:
+    """Where ``option``'s file leads, or a usage error naming the option and the file."""
+    shown = printable(path)
+    if not path:
+        raise ConfigError(f"{option}: give a file name")
+    try:
+        place = outfiles.locate(path)
+    except OSError as exc:
+        raise ConfigError(f"{option}: {shown}: {reason(exc)}") from None
+    why = outfiles.refusal(place)
+    if why is not None:
+        raise ConfigError(f"{option}: {shown} {why}")
+    if place.kind == STREAM:
+        assert place.fd is not None
+        if not outfiles.writable_stream(place.fd):
+            raise ConfigError(f"{option}: {shown}: descriptor {place.fd} is not open for writing")
+        return Export(option, path, place)
+    directory = os.path.dirname(place.real)
+    if place.kind == NEW and not os.path.isdir(directory):
+        raise ConfigError(f"{option}: directory of {shown} does not exist")
+    if place.kind in (NEW, REGULAR) and not os.access(directory, os.W_OK):
+        raise ConfigError(f"{option}: cannot write to {printable(directory)}")
+    return Export(option, path, place)
+
+
+def write_export(export: Export, text: str) -> str | None:
+    """Write ``text`` whole; the error line to report when that failed, else None."""
+    try:
+        if export.place.kind in (NEW, REGULAR):
+            outfiles.replace_file(export.place, text)
+            return None
+        fd = outfiles.open_in_place(export.place)
+        try:
+            outfiles.write_all(fd, text.encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return f"{export.option}: {printable(export.path)}: {reason(exc)}"
+    return None

@@ -13,7 +13,13 @@ from typing import Annotated, TypeVar
 import typer
 
 from aiobench import __version__, interrupts, ioengines, streams
-from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig, build_config
+from aiobench.config import (
+    DEFAULT_BLOCK,
+    DEFAULT_LIVE_INTERVAL_MS,
+    MAX_NINES,
+    BenchConfig,
+    build_config,
+)
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.memory import check_memory
 from aiobench.mpi import World, abort_job, binding_note, launch_rank
@@ -21,7 +27,7 @@ from aiobench.mpi import wanted as mpi_wanted
 from aiobench.outputs import Outputs, check_output_files, reason
 from aiobench.render.compare import common_phases, render_compare
 from aiobench.render.json import dumps
-from aiobench.render.table import render_table
+from aiobench.render.table import TableOptions, render_table
 from aiobench.results import RunResult
 from aiobench.runner import event_loop_name, exit_code, run_benchmark, run_meta
 from aiobench.saved import load_document, load_run
@@ -281,10 +287,36 @@ def bench(
         typer.Option(
             "--pertarget/--nopertarget",
             help="Per-target report (min/max target, average, aggregate) in the table "
-            "[default: on with 2 or more PATHs; always in JSON].",
+            "[default: only a line naming a target over 10 % below the average; "
+            "--nopertarget: not that either; always in JSON].",
             show_default=False,
         ),
     ] = None,
+    lat: Annotated[
+        bool, typer.Option("--lat", help="Latency rows (min, avg, max) in the table.")
+    ] = False,
+    latpercent: Annotated[
+        bool,
+        typer.Option("--latpercent", help="Latency percentile row in the table (1, 50, 75, 99 %)."),
+    ] = False,
+    latpercent9s: Annotated[
+        int,
+        typer.Option(
+            "--latpercent9s",
+            metavar="N",
+            help="Also N nines after 99 in the percentile row (2: 99.9 and 99.99 %); "
+            "shows the row.",
+        ),
+    ] = 0,
+    lathisto: Annotated[
+        bool,
+        typer.Option(
+            "--lathisto", help="Latency histogram row in the table (4 buckets per power of 2 us)."
+        ),
+    ] = False,
+    cpu: Annotated[
+        bool, typer.Option("--cpu", help="CPU util % row in the table (this process, all cores).")
+    ] = False,
     json_out: Annotated[
         str | None,
         typer.Option(
@@ -383,6 +415,11 @@ def bench(
         csvfile_path=csvfile,
         resfile_path=resfile,
         pertarget=pertarget,
+        lat=lat,
+        latpercent=latpercent,
+        latpercent9s=latpercent9s,
+        lathisto=lathisto,
+        cpu=cpu,
         seed=seed,
         force=force,
         mpi=mpi,
@@ -513,15 +550,34 @@ def show(
             show_default=False,
         ),
     ] = None,
+    lat: Annotated[bool, typer.Option("--lat", help="Add the latency rows.")] = False,
+    latpercent: Annotated[
+        bool, typer.Option("--latpercent", help="Add the percentile row.")
+    ] = False,
+    latpercent9s: Annotated[
+        int | None,
+        typer.Option("--latpercent9s", metavar="N", help="Nines after 99 in the percentile row."),
+    ] = None,
+    lathisto: Annotated[bool, typer.Option("--lathisto", help="Add the histogram row.")] = False,
+    cpu: Annotated[bool, typer.Option("--cpu", help="Add the CPU util % row.")] = False,
 ) -> int:
-    """Print the result table of a saved run again, as the run printed it."""
+    """Print the result table of a saved run again, as the run printed it (the flags add
+    rows)."""
+    if latpercent9s is not None and not 0 <= latpercent9s <= MAX_NINES:
+        raise ConfigError(f"--latpercent9s: between 0 and {MAX_NINES} (got {latpercent9s})")
     result = load_run(run)
     config = result.meta.get("config")
-    saved = config.get("pertarget") if isinstance(config, dict) else None
-    paths = result.meta.get("paths")
-    default = len(paths) > 1 if isinstance(paths, list) else False
-    chosen = pertarget if pertarget is not None else saved if saved is not None else default
-    _print_out(render_table(result.phases, pertarget=bool(chosen)))
+    saved = TableOptions.from_config(config if isinstance(config, dict) else {"lat": False})
+    options = dataclasses.replace(
+        saved,
+        lat=saved.lat or lat,
+        latpercent=saved.latpercent or latpercent,
+        latpercent9s=saved.latpercent9s if latpercent9s is None else latpercent9s,
+        lathisto=saved.lathisto or lathisto,
+        cpu=saved.cpu or cpu,
+        pertarget=saved.pertarget if pertarget is None else pertarget,
+    )
+    _print_out(render_table(result.phases, options))
     return 0
 
 

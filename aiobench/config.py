@@ -12,6 +12,9 @@ from aiobench.errors import ConfigError
 from aiobench.units import NS_PER_S, bracket_count, expand_brackets, parse_size
 
 DEFAULT_BLOCK = "1M"
+# --latpercent9s: more nines ask for a point past what any run has values for (10^11
+# operations for 9) and past what a float tells apart from 100.
+MAX_NINES = 9
 # Every slot is one executor thread; past this many, thread start-up and memory dominate
 # and a single interpreter cannot keep them busy anyway (use MPI ranks instead).
 MAX_SLOTS = 4096
@@ -90,7 +93,13 @@ class BenchConfig:
     jsonfile_path: str | None = None
     csvfile_path: str | None = None
     resfile_path: str | None = None
-    pertarget: bool | None = None  # None: on when there are two or more paths
+    pertarget: bool | None = None  # None: only a hint when one target is slow
+    # elbencho's table rows (the JSON has everything anyway).
+    lat: bool = False  # min/avg/max latency rows
+    latpercent: bool = False  # the percentile row (also with latpercent9s > 0)
+    latpercent9s: int = 0  # nines after 99 in that row: 2 = 99.9 and 99.99 too
+    lathisto: bool = False  # the histogram row
+    cpu: bool = False  # the CPU util % row
     seed: int
     force: bool
     mpi: bool = False  # run as an MPI rank even if no launcher is seen
@@ -130,10 +139,6 @@ class BenchConfig:
             ("--nodelerr", self.nodelerr),
         ]
         return [name for name, on in given if on]
-
-    @property
-    def show_pertarget(self) -> bool:
-        return len(self.paths) > 1 if self.pertarget is None else self.pertarget
 
     def output_files(self) -> list[tuple[str, str]]:
         """(option, path) of every file results are written or appended to."""
@@ -202,6 +207,11 @@ def build_config(
     csvfile_path: str | None = None,
     resfile_path: str | None = None,
     pertarget: bool | None = None,
+    lat: bool = False,
+    latpercent: bool = False,
+    latpercent9s: int = 0,
+    lathisto: bool = False,
+    cpu: bool = False,
     seed: int | None,
     force: bool,
     mpi: bool = False,
@@ -369,6 +379,10 @@ def build_config(
             ("--livejson", livejson_path),
         ],
     )
+    if not 0 <= latpercent9s <= MAX_NINES:
+        raise ConfigError(
+            f"--latpercent9s: between 0 and {MAX_NINES} nines after 99 (got {latpercent9s})"
+        )
     if seed is not None and not 0 <= seed < 2**63:
         raise ConfigError(f"--seed: must be between 0 and 2^63-1 (got {seed})")
     engine = ioengines.checked(ioengine)
@@ -418,6 +432,11 @@ def build_config(
         csvfile_path=csvfile_path,
         resfile_path=resfile_path,
         pertarget=pertarget,
+        lat=lat,
+        latpercent=latpercent,
+        latpercent9s=latpercent9s,
+        lathisto=lathisto,
+        cpu=cpu,
         seed=secrets.randbits(63) if seed is None else seed,
         force=force,
         mpi=mpi,

@@ -33,7 +33,7 @@ from aiobench.render.csv import (
 )
 from aiobench.render.json import interval_record, phase_record
 from aiobench.render.live import LiveLine
-from aiobench.render.table import HEADER, SEPARATOR, phase_text, summary_text
+from aiobench.render.table import HEADER, SEPARATOR, TableOptions, phase_text, summary_text
 from aiobench.results import IntervalStats, PhaseResult, Progress, RunResult
 from aiobench.text import printable
 
@@ -116,6 +116,7 @@ class Outputs(Observer):
         self.cfg = cfg
         self.meta = meta
         self.human = human
+        self.table = TableOptions.from_config(cfg.to_dict())
         self.live = LiveLine(human) if cfg.live and human.isatty() else None
         self.shown: list[PhaseResult] = []
         self.errors: list[str] = []
@@ -232,7 +233,7 @@ class Outputs(Observer):
     def phase_done(self, phase: PhaseResult) -> None:
         """A phase's result: the table block on the terminal, a record in each result file."""
         cfg = self.cfg
-        text = phase_text(phase, cfg.show_pertarget)
+        text = phase_text(phase, self.table)
         # The header waits for the first result: a setup error must stay a single line.
         self._show(("" if self.shown else HEADER) + text)
         if cfg.resfile_path is not None:

@@ -59,7 +59,7 @@ def without_target_blocks(table: str) -> str:
     """The table with every ``<PHASE> per target`` block (up to its ``---``) taken out."""
     out, skipping = [], False
     for line in table.splitlines(keepends=True):
-        if re.match(r"\S+ +per target +:", line):
+        if re.match(r" \S+ +per target +:", line):
             skipping = True
         if not skipping:
             out.append(line)
@@ -69,7 +69,7 @@ def without_target_blocks(table: str) -> str:
 
 
 def target_block_phases(table: str) -> list[str]:
-    return re.findall(r"^(\S+) +per target +:", table, flags=re.MULTILINE)
+    return re.findall(r"^ (\S+) +per target +:", table, flags=re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -137,10 +137,13 @@ class Saved:
 
 RUNS = {
     "single": ("-w", "-r", "-b", "64k", "-s", "1m", "one"),
-    "three": ("-w", "-r", "-b", "64k", "-s", "1m", "t1", "t2", "t3"),
+    "three": ("-w", "-r", "-b", "64k", "-s", "1m", "--pertarget", "t1", "t2", "t3"),
+    "lat": ("-w", "-r", "-s", "1m", "--lat", "--latpercent9s", "1", "--lathisto", "--cpu", "l"),
     "nopertarget": ("-w", "-r", "-b", "64k", "-s", "1m", "--nopertarget", "t1", "t2", "t3"),
-    "dir": ("-d", "-w", "-r", "-F", "-D", "-n", "2", "-N", "3", "-s", "4k", "d1", "d2"),
-}
+    "dir": (
+        "-d", "-w", "-r", "-F", "-D", "-n", "2", "-N", "3", "-s", "4k", "--pertarget", "d1", "d2",
+    ),
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +165,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Saved]:
 
 @pytest.mark.parametrize(
     ("name", "per_target"),
-    [("single", False), ("three", True), ("nopertarget", False), ("dir", True)],
+    [("single", False), ("three", True), ("nopertarget", False), ("dir", True), ("lat", False)],
 )
 def test_show_reproduces_the_table_byte_for_byte(
     saved: dict[str, Saved], name: str, per_target: bool

@@ -256,13 +256,18 @@ def bench(
         str | None,
         typer.Option(
             "--livecsv",
-            metavar="FILE",
-            help="Append a CSV row per interval (elbencho's live columns, then latency).",
+            metavar="FILE|stdout",
+            help="Append a CSV row per interval (elbencho's live columns, then latency); "
+            "stdout or '-': to stdout, the table to stderr.",
         ),
     ] = None,
     livejson: Annotated[
         str | None,
-        typer.Option("--livejson", metavar="FILE", help="Append a JSON line per interval."),
+        typer.Option(
+            "--livejson",
+            metavar="FILE|stdout",
+            help="Append a JSON line per interval; stdout or '-': to stdout, the table to stderr.",
+        ),
     ] = None,
     jsonfile: Annotated[
         str | None,
@@ -435,7 +440,7 @@ def bench(
     _agreed(world, lambda: check_output_files(cfg) if lead else None)
     if world is None:  # (under MPI the first phase stops every rank in step instead)
         interrupts.check()  # the last moment before anything is created
-    human = sys.stderr if cfg.json_path == "-" else sys.stdout
+    human = sys.stderr if cfg.stdout_option is not None else sys.stdout
 
     def notes() -> None:
         binding = binding_note() if world is not None else None

@@ -21,6 +21,8 @@ MAX_SLOTS = 4096
 # Shortest --liveint: intervals much below the ~50 ms executor runs only add noise.
 MIN_LIVE_INTERVAL_MS = 10
 DEFAULT_LIVE_INTERVAL_MS = 2000  # elbencho's default
+# --livecsv/--livejson names that mean stdout, as in elbencho (a file of that name: ./stdout).
+STDOUT_NAMES = ("stdout", "-")
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 # O_DIRECT needs buffers, offsets and lengths aligned to the logical block size; 512 bytes
 # is the smallest any Linux block device has.
@@ -112,6 +114,16 @@ class BenchConfig:
     @property
     def slots(self) -> int:
         return self.threads * self.iodepth
+
+    @property
+    def stdout_option(self) -> str | None:
+        """The option whose records go to stdout (``-``); the table then goes to stderr."""
+        given = [
+            ("--json", self.json_path),
+            ("--livecsv", self.livecsv_path),
+            ("--livejson", self.livejson_path),
+        ]
+        return next((option for option, path in given if path == "-"), None)
 
     @property
     def num_dirs(self) -> int:
@@ -360,6 +372,22 @@ def build_config(
         raise ConfigError("--backward: cannot be combined with --strided (pick one order)")
     if json_path is not None and not json_path:
         raise ConfigError("--json: give a file name or '-' for stdout")
+    livecsv_path = "-" if livecsv_path in STDOUT_NAMES else livecsv_path
+    livejson_path = "-" if livejson_path in STDOUT_NAMES else livejson_path
+    to_stdout = [
+        option
+        for option, path in (
+            ("--json", json_path),
+            ("--livecsv", livecsv_path),
+            ("--livejson", livejson_path),
+        )
+        if path == "-"
+    ]
+    if len(to_stdout) > 1:
+        raise ConfigError(
+            f"{to_stdout[1]}: {' and '.join(to_stdout)} cannot both write to stdout; "
+            "give one of them a file name"
+        )
     if live_interval_ms < MIN_LIVE_INTERVAL_MS:
         raise ConfigError(
             f"--liveint: must be at least {MIN_LIVE_INTERVAL_MS} ms (got {live_interval_ms})"
@@ -375,8 +403,8 @@ def build_config(
             ("--jsonfile", jsonfile_path),
             ("--csvfile", csvfile_path),
             ("--resfile", resfile_path),
-            ("--livecsv", livecsv_path),
-            ("--livejson", livejson_path),
+            ("--livecsv", livecsv_path if livecsv_path != "-" else None),
+            ("--livejson", livejson_path if livejson_path != "-" else None),
         ],
     )
     if not 0 <= latpercent9s <= MAX_NINES:

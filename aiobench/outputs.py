@@ -125,6 +125,12 @@ class Outputs(Observer):
         self._places: dict[str, Place] = {}
         self._in_place: dict[str, int] = {}  # option -> descriptor kept for the run
         self._headed: set[str] = set()  # in-place CSVs whose header went out
+        # --livecsv -/stdout, --livejson -/stdout: records on stdout (the table on stderr).
+        self._stdout = {
+            option
+            for option, path in (("--livecsv", cfg.livecsv_path), ("--livejson", cfg.livejson_path))
+            if path == "-"
+        }
         for option, path in self._paths.items():
             try:
                 place = outfiles.locate(path)
@@ -141,6 +147,9 @@ class Outputs(Observer):
     def _write(self, option: str, text: str, header: list[str] | None = None) -> None:
         """Append a record to a result file; the first failure is reported, later records
         to that file are skipped."""
+        if option in self._stdout:
+            self._write_stdout(option, text, header)
+            return
         place = self._places.get(option)
         if place is None or any(e.startswith(f"{option}:") for e in self.errors):
             return
@@ -161,6 +170,19 @@ class Outputs(Observer):
             outfiles.write_all(fd, text.encode("utf-8"))
         except OSError as exc:
             self._failed(option, exc)
+
+    def _write_stdout(self, option: str, text: str, header: list[str] | None) -> None:
+        """A record on stdout, after the CSV header once; a reader that went away
+        (``| head``) is not an error, any other failure is reported once."""
+        failed_before = f"{option} -:"
+        if any(e.startswith(failed_before) for e in self.errors):
+            return
+        if header and option not in self._headed:
+            text = line(header) + text
+        self._headed.add(option)
+        failed = streams.show(sys.stdout, text)
+        if failed is not None and not isinstance(failed, BrokenPipeError):
+            self.errors.append(f"{option} -: stdout: {reason(failed)}")
 
     def write_document(self, text: str) -> None:
         """The ``--json`` document: replaces a regular file, is written into anything

@@ -340,9 +340,7 @@ async def run_phase(
     cpu["last"] = _cpu_now()
     last = max(finished)
     time_up = 0 < shared.deadline_ns <= cpu["last"].wall_ns and not shared.stop.is_set()
-    for record in series.finish(
-        last, _active_at(streams, finished), cpu["last"], time_up=time_up
-    ):
+    for record in series.finish(last, _active_at(streams, finished), cpu["last"], time_up=time_up):
         ctx.observer.interval(name, record)
     ctx.observer.phase_ended(name)
     result = _summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)

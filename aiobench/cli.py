@@ -27,9 +27,10 @@ from aiobench.mpi import wanted as mpi_wanted
 from aiobench.outputs import Outputs, check_output_files, reason
 from aiobench.render.compare import common_phases, render_compare
 from aiobench.render.json import dumps
+from aiobench.render.plan import render_plan
 from aiobench.render.table import TableOptions, render_table
 from aiobench.results import RunResult
-from aiobench.runner import event_loop_name, exit_code, run_benchmark, run_meta
+from aiobench.runner import event_loop_name, exit_code, phase_kinds, run_benchmark, run_meta
 from aiobench.saved import load_document, load_run
 from aiobench.streams import guard_standard_streams
 from aiobench.targets import DIR, Resolved, resolve
@@ -360,6 +361,14 @@ def bench(
             show_default=False,
         ),
     ] = None,
+    dryrun: Annotated[
+        bool,
+        typer.Option(
+            "--dryrun",
+            help="Print the plan (targets, threads, files and dirs per thread, bytes per "
+            "phase) and exit; nothing is created, opened or measured.",
+        ),
+    ] = False,
     force: Annotated[
         bool,
         typer.Option(
@@ -425,6 +434,7 @@ def bench(
         latpercent9s=latpercent9s,
         lathisto=lathisto,
         cpu=cpu,
+        dryrun=dryrun,
         seed=seed,
         force=force,
         mpi=mpi,
@@ -438,6 +448,10 @@ def bench(
     lead = world is None or world.rank == 0  # the one process that prints and writes files
     resolved = _agreed(world, lambda: _resolve(cfg, world))
     _agreed(world, lambda: check_output_files(cfg) if lead else None)
+    if cfg.dryrun:
+        if lead:
+            print(render_plan(cfg, resolved, phase_kinds(cfg, resolved)), end="")
+        return 0
     if world is None:  # (under MPI the first phase stops every rank in step instead)
         interrupts.check()  # the last moment before anything is created
     human = sys.stderr if cfg.stdout_option is not None else sys.stdout

@@ -102,6 +102,7 @@ class BenchConfig:
     latpercent9s: int = 0  # nines after 99 in that row: 2 = 99.9 and 99.99 too
     lathisto: bool = False  # the histogram row
     cpu: bool = False  # the CPU util % row
+    dryrun: bool = False  # print the plan; create, open and measure nothing
     seed: int
     force: bool
     mpi: bool = False  # run as an MPI rank even if no launcher is seen
@@ -224,6 +225,7 @@ def build_config(
     latpercent9s: int = 0,
     lathisto: bool = False,
     cpu: bool = False,
+    dryrun: bool = False,
     seed: int | None,
     force: bool,
     mpi: bool = False,
@@ -465,6 +467,7 @@ def build_config(
         latpercent9s=latpercent9s,
         lathisto=lathisto,
         cpu=cpu,
+        dryrun=dryrun,
         seed=secrets.randbits(63) if seed is None else seed,
         force=force,
         mpi=mpi,

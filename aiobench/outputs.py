@@ -42,7 +42,8 @@ _CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
 
 def check_output_files(cfg: BenchConfig) -> None:
     """Every result file can be written where it leads, and a CSV that is appended to
-    has our header; otherwise a usage error naming the option and the file."""
+    has our header (not read with ``--dryrun``, which opens nothing); otherwise a usage
+    error naming the option and the file."""
     headers = dict(_CSV_FILES)
     for option, path in cfg.output_files():
         shown = printable(path)
@@ -67,7 +68,8 @@ def check_output_files(cfg: BenchConfig) -> None:
         target = directory if place.kind == NEW or option == "--json" else place.real
         if not os.access(target, os.W_OK):
             raise ConfigError(f"{option}: cannot write to {printable(target)}")
-        if option in headers and place.kind == REGULAR and os.path.getsize(place.real):
+        appended = place.kind == REGULAR and os.path.getsize(place.real)
+        if option in headers and appended and not cfg.dryrun:
             _check_header(option, shown, place.real, headers[option])
 
 

@@ -17,8 +17,8 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
         removing an entry; before, such errors claimed offset 0); phases[].status (ok,
         error, interrupted, time_limited) and phases[].error (the error that ended the
         phase, else null), in the --json document and the --jsonfile records alike.
-    3, extended without a bump — meta.config.lat, .latpercent, .latpercent9s, .lathisto
-        and .cpu (the table rows the run showed); a config without them comes from an
+    3, extended without a bump — meta.config.lat, .latpercent, .latpercent9s, .lathisto,
+        .cpu (the table rows the run showed) and .dryrun; a config without them comes from an
         aiobench that always showed the latency and percentile rows.
 """
 

@@ -105,7 +105,14 @@ def classify(path: str) -> str:
     raise ConfigError(f"{path}: not a regular file, block device or directory")
 
 
-def device_size(path: str) -> int:
+def device_size(path: str, *, opening: bool = True) -> int:
+    """Bytes of block device ``path``: its end offset, or without ``opening`` it the
+    sector count the kernel shows in sysfs (OSError when there is none)."""
+    if not opening:
+        rdev = os.stat(path).st_rdev
+        sysfs = f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}/size"
+        with open(sysfs, encoding="ascii") as handle:
+            return int(handle.read()) * 512  # sysfs counts 512-byte sectors on every device
     fd = os.open(path, os.O_RDONLY)
     try:
         return os.lseek(fd, 0, os.SEEK_END)
@@ -367,8 +374,14 @@ def _check_tree(cfg: BenchConfig, layout: DirLayout, notes: list[str]) -> None:
 def _target_size(cfg: BenchConfig, path: str, path_type: str) -> int:
     if path_type == BLOCKDEV:
         try:
-            dev_size = device_size(path)
-        except OSError as exc:
+            dev_size = device_size(path, opening=not cfg.dryrun)
+        except (OSError, ValueError) as exc:
+            if cfg.dryrun:
+                raise ConfigError(
+                    f"{path}: --dryrun finds no size of this block device without opening "
+                    "it; give -s/--size"
+                ) from None
+            assert isinstance(exc, OSError)
             raise ConfigError(f"{path}: cannot open block device: {exc.strerror}") from None
         if cfg.size > dev_size:
             raise ConfigError(f"-s/--size: {cfg.size} exceeds the size of {path} ({dev_size})")

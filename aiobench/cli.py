@@ -30,7 +30,14 @@ from aiobench.render.json import dumps
 from aiobench.render.plan import render_plan
 from aiobench.render.table import TableOptions, render_table
 from aiobench.results import RunResult
-from aiobench.runner import event_loop_name, exit_code, phase_kinds, run_benchmark, run_meta
+from aiobench.runner import (
+    event_loop_name,
+    exit_code,
+    phase_kinds,
+    run_benchmark,
+    run_meta,
+    skipped_note,
+)
 from aiobench.saved import load_document, load_run
 from aiobench.streams import guard_standard_streams
 from aiobench.targets import DIR, Resolved, resolve
@@ -489,6 +496,9 @@ def bench(
         meta=meta,
         world=world,
     )
+    skipped = skipped_note(cfg, resolved, result)
+    if skipped is not None:
+        print(f"Note: {skipped}.", file=sys.stderr)
     code = _report_end(cfg, result, outputs, world)
     if world is not None:
         world.barrier()

@@ -133,6 +133,12 @@ def resolve(cfg: BenchConfig) -> Resolved:
         _check_space(cfg, resolved)
         return resolved
     dir_only = cfg.dir_mode_options()
+    missing = [path for path in cfg.paths if not os.path.lexists(path)]
+    if dir_only and missing:
+        raise ConfigError(
+            f"{missing[0]}: does not exist; {dir_only[0]} is for dir mode, which needs an "
+            "existing directory as PATH (mkdir it first)"
+        )
     if dir_only:
         raise ConfigError(
             f"{dir_only[0]}: only applies in dir mode (PATH is a directory), "

@@ -372,7 +372,7 @@ def test_slow_target_hint_only_past_ten_percent_below_the_average() -> None:
     # 100, 100, 85: average 95, 85 is 10.5 % below it.
     phase = phase_of("WRITE", mib_targets(100, 100, 85))
     hint = (
-        "            Slowest target   : #2 p2 85 MiB/s, 10 % below the average of 95 MiB/s "
+        "            Slowest target   : #2 p2 85 MiB/s, 10.5 % below the average of 95 MiB/s "
         "(--pertarget lists every target)\n"
     )
     text = phase_text(phase)
@@ -396,7 +396,7 @@ def test_slow_target_hint_in_dir_mode_names_entries() -> None:
         target(1, entries=50, elapsed_ns=1_000_000_000),
     )
     text = phase_text(phase_of("STAT", targets))
-    assert "Slowest target   : #1 p1 50 Files/s, 33 % below the average of 75 Files/s" in text
+    assert "Slowest target   : #1 p1 50 Files/s, 33.3 % below the average of 75 Files/s" in text
 
 
 def test_target_block_is_empty_when_no_target_had_work() -> None:

@@ -270,7 +270,7 @@ def slow_target_row(phase: PhaseResult) -> str:
     slow, average = getattr(report.slowest, report.metric), report.average[report.metric]
     if slow * 100 >= average * (100 - SLOW_TARGET_PCT):
         return ""
-    below = (average - slow) * 100 // average
+    below = f"{100 * (average - slow) / average:.1f}"
     unit = _RATE_UNITS.get(report.metric, f"{entry_label(phase)}/s")
     scale = MIB if report.metric == "bytes_per_s" else 1
     t = report.slowest

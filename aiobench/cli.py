@@ -21,6 +21,7 @@ from aiobench.config import (
     build_config,
 )
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
+from aiobench.helptext import PanelCommand
 from aiobench.memory import check_memory
 from aiobench.mpi import World, abort_job, binding_note, launch_rank
 from aiobench.mpi import wanted as mpi_wanted
@@ -68,6 +69,7 @@ def _version(value: bool) -> None:
 
 
 @app.command(
+    cls=PanelCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="Saved runs: aiobench show RUN.json | aiobench compare A.json B.json | "
     "aiobench plot RUN.json -o FILE.png. A PATH named like one of these goes after --.",
@@ -95,11 +97,11 @@ def bench(
     dirs: Annotated[
         int | None,
         typer.Option(
-            "-n", "--dirs", help="Dir mode: dirs per thread (default 1; 0 = files in PATH)."
+            "-n", "--dirs", help="Dir mode: dirs per thread (0 = files straight into PATH)."
         ),
     ] = None,
     files: Annotated[
-        int | None, typer.Option("-N", "--files", help="Dir mode: files per dir (default 1).")
+        int | None, typer.Option("-N", "--files", help="Dir mode: files per dir.")
     ] = None,
     dirsharing: Annotated[
         bool,
@@ -124,8 +126,7 @@ def bench(
         typer.Option(
             "-s",
             "--size",
-            help="Size per file; for reads and block devices default: detect; "
-            "dir mode default: 0 (create only).",
+            help="Size per file (dir mode: 0 = create empty files).",
         ),
     ] = None,
     iodepth: Annotated[int, typer.Option("--iodepth", help="Operations in flight per thread.")] = 1,
@@ -135,8 +136,7 @@ def bench(
         str | None,
         typer.Option(
             "--randamount",
-            help="Bytes to transfer with --rand over all threads "
-            "(default: each thread its whole slice).",
+            help="Bytes to transfer with --rand over all threads.",
         ),
     ] = None,
     norandalign: Annotated[
@@ -218,8 +218,8 @@ def bench(
             metavar="PCT",
             help="Share of each block refilled with new random data before each write "
             "(0 = the same block every time). CPU cost: about 0.3 ms per MiB refilled on "
-            "one core. Default: no refill; windows of a random pool, each 4 KiB stamped "
-            "unique (incompressible, nothing to dedup) at no cost per write.",
+            "one core. Without it: windows of a random pool, each 4 KiB stamped unique "
+            "(incompressible, nothing to dedup) at no cost per write.",
         ),
     ] = None,
     rwmixpct: Annotated[
@@ -299,9 +299,8 @@ def bench(
         bool | None,
         typer.Option(
             "--pertarget/--nopertarget",
-            help="Per-target report (min/max target, average, aggregate) in the table "
-            "[default: only a line naming a target over 10 % below the average; "
-            "--nopertarget: not that either; always in JSON].",
+            help="Per-target report (min/max target, average, aggregate) in the table; "
+            "--nopertarget: not even the line naming a slow target (always in JSON).",
             show_default=False,
         ),
     ] = None,
@@ -339,7 +338,7 @@ def bench(
     seed: Annotated[
         int | None,
         typer.Option(
-            "--seed", help="Seed of the random offsets and data (default: random, recorded)."
+            "--seed", help="Seed of the random offsets and data (recorded in the results)."
         ),
     ] = None,
     mpi: Annotated[
@@ -363,8 +362,7 @@ def bench(
         typer.Option(
             "--ioengine",
             metavar="native|python",
-            help="How operations are issued: native (C, the default where it was built) "
-            "or python (the reference engine).",
+            help="How operations are issued: native (C) or python (the reference engine).",
             show_default=False,
         ),
     ] = None,
@@ -386,7 +384,10 @@ def bench(
         ),
     ] = False,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool,
+        typer.Option(
+            "-V", "--version", callback=_version, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> int:
     """Measure what files, block devices and directories deliver (elbencho-compatible)."""

@@ -8,7 +8,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -17,32 +17,22 @@ from aiobench.config import (
     DEFAULT_BLOCK,
     DEFAULT_LIVE_INTERVAL_MS,
     MAX_NINES,
-    BenchConfig,
     build_config,
 )
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.helptext import PanelCommand
-from aiobench.memory import check_memory
-from aiobench.mpi import World, abort_job, binding_note, launch_rank
-from aiobench.mpi import wanted as mpi_wanted
-from aiobench.outputs import Outputs, check_output_files, reason
-from aiobench.render.compare import common_phases, render_compare
-from aiobench.render.json import dumps
-from aiobench.render.plan import render_plan
-from aiobench.render.table import TableOptions, render_table
-from aiobench.results import RunResult
-from aiobench.runner import (
-    event_loop_name,
-    exit_code,
-    phase_kinds,
-    run_benchmark,
-    run_meta,
-    skipped_note,
-)
-from aiobench.saved import load_document, load_run
+from aiobench.mpi import abort_job, launch_rank
 from aiobench.streams import guard_standard_streams
-from aiobench.targets import DIR, Resolved, resolve
 from aiobench.text import printable
+
+# The rest (numpy, the engines, the renderers) is imported where a command needs it, so
+# that --help and --version start in a fraction of the time (scripts/bench --section cli).
+if TYPE_CHECKING:
+    from aiobench.config import BenchConfig
+    from aiobench.mpi import World
+    from aiobench.outputs import Outputs
+    from aiobench.results import RunResult
+    from aiobench.targets import Resolved
 
 # Below this block size a second thread in the same interpreter waits for its lock often
 # enough to show up in measured latency (cached 4 KiB reads: p99 ~5 us alone, 30-50 us
@@ -450,6 +440,20 @@ def bench(
         ioengine=ioengine,
         argv=("aiobench", *sys.argv[1:]),
     )
+    from aiobench.mpi import World, binding_note
+    from aiobench.mpi import wanted as mpi_wanted
+    from aiobench.outputs import Outputs, check_output_files
+    from aiobench.render.plan import render_plan
+    from aiobench.runner import (
+        event_loop_name,
+        exit_code,
+        phase_kinds,
+        run_benchmark,
+        run_meta,
+        skipped_note,
+    )
+    from aiobench.targets import DIR
+
     world = World.connect(shared=not cfg.nosvcshare) if mpi_wanted(cfg.mpi) else None
     if world is None and cfg.nosvcshare:
         raise ConfigError("--nosvcshare: only applies under MPI (mpirun, srun or --mpi)")
@@ -513,6 +517,10 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: Wo
     (stdout closed or full); a reader that went away (``| head``) is not an error. What
     cannot be said because stderr is unusable is only the exit code.
     """
+    from aiobench.outputs import reason
+    from aiobench.render.json import dumps
+    from aiobench.runner import exit_code
+
     if cfg.json_path is not None:
         outputs.write_document(dumps(result))
     outputs.close()
@@ -535,6 +543,8 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: Wo
 def _print_out(text: str) -> None:
     """The output of ``show``/``compare`` on stdout; stdout closed or full is exit 1 (a
     reader that went away, ``| head``, is not an error)."""
+    from aiobench.outputs import reason
+
     failed = streams.show(sys.stdout, text) or streams.failure(1)
     if failed is not None and failed.errno != errno.EPIPE:
         raise AiobenchError(f"stdout: {reason(failed)}: the output could not be written")
@@ -558,6 +568,9 @@ def _agreed(world: World | None, step: Callable[[], T]) -> T:
 
 def _resolve(cfg: BenchConfig, world: World | None) -> Resolved:
     """The paths and sizes, then the memory budget of this process's threads."""
+    from aiobench.memory import check_memory
+    from aiobench.targets import resolve
+
     if world is None:
         resolved = resolve(cfg)
         check_memory(cfg, resolved, cfg.threads)
@@ -593,6 +606,9 @@ def show(
 ) -> int:
     """Print the result table of a saved run again, as the run printed it (the flags add
     rows)."""
+    from aiobench.render.table import TableOptions, render_table
+    from aiobench.saved import load_run
+
     if latpercent9s is not None and not 0 <= latpercent9s <= MAX_NINES:
         raise ConfigError(f"--latpercent9s: between 0 and {MAX_NINES} (got {latpercent9s})")
     result = load_run(run)
@@ -617,6 +633,9 @@ def compare(
     run_b: Annotated[str, typer.Argument(metavar="B.json", help="The run to compare with it.")],
 ) -> int:
     """Per phase and metric the ratio B/A, with a warning when it is within the runs' noise."""
+    from aiobench.render.compare import common_phases, render_compare
+    from aiobench.saved import load_run
+
     a, b = load_run(run_a), load_run(run_b)
     if not common_phases(a, b):
         raise ConfigError(f"{run_a} and {run_b} have no phase in common")
@@ -635,6 +654,7 @@ def plot(
 ) -> int:
     """Throughput and p50/p99 latency over time, and the latency percentile curve (PNG)."""
     from aiobench.render.plot import render_plot  # matplotlib is an optional extra
+    from aiobench.saved import load_document
 
     if not (MIN_PLOT_PX <= width <= MAX_PLOT_PX and MIN_PLOT_PX <= height <= MAX_PLOT_PX):
         raise ConfigError(f"--width/--height: between {MIN_PLOT_PX} and {MAX_PLOT_PX} pixels")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable
@@ -339,6 +340,23 @@ def bench(
             "needs the aiobench[mpi] extra.",
         ),
     ] = False,
+    hosts: Annotated[
+        str | None,
+        typer.Option(
+            "--hosts",
+            metavar="HOST,HOST...",
+            help="Run the same command on these hosts, one MPI rank each (a host named "
+            "twice gets two), through the mpirun found next to this Python or on PATH.",
+        ),
+    ] = None,
+    hostsfile: Annotated[
+        str | None,
+        typer.Option(
+            "--hostsfile",
+            metavar="FILE",
+            help="Likewise, the hosts one per line (# comments).",
+        ),
+    ] = None,
     nosvcshare: Annotated[
         bool,
         typer.Option(
@@ -440,6 +458,8 @@ def bench(
         ioengine=ioengine,
         argv=("aiobench", *sys.argv[1:]),
     )
+    if hosts is not None or hostsfile is not None:
+        return _on_hosts(cfg, hosts, hostsfile)
     from aiobench.mpi import World, binding_note
     from aiobench.mpi import wanted as mpi_wanted
     from aiobench.outputs import Outputs, check_output_files
@@ -508,6 +528,25 @@ def bench(
     if world is not None:
         world.barrier()
     return code
+
+
+def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int:
+    """--hosts/--hostsfile: hand the command to the MPI launcher (with --dryrun: say how)."""
+    from aiobench.hosts import hand_over, launch_plan, parse_hosts
+
+    names = parse_hosts(hosts, hostsfile)
+    if launch_rank() is not None or cfg.mpi:
+        raise ConfigError(
+            "--hosts: this is already a rank of an MPI job (mpirun, srun or --mpi); "
+            "leave --hosts out there"
+        )
+    command = launch_plan(names, sys.argv[1:])
+    if cfg.dryrun:
+        print(f"PLAN (--dryrun): {len(names)} MPI ranks: {shlex.join(command)}")
+        print("Nothing was started; each rank then checks its PATHs and plans its share.")
+        return 0
+    hand_over(command)
+    return 0  # (not reached: the launcher took over this process)
 
 
 def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: World | None) -> int:

@@ -34,7 +34,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "label",
         ),
     ),
-    ("Scale-out (MPI)", ("mpi", "nosvcshare")),
+    ("Scale-out (MPI)", ("hosts", "hostsfile", "mpi", "nosvcshare")),
     ("Safety", ("dryrun", "force")),
 )  # fmt: skip
 OTHER_PANEL = "Other"
@@ -74,6 +74,8 @@ DEFAULTS = {
     "resfile": "none",
     "livecsv": "none",
     "livejson": "none",
+    "hosts": "this host only",
+    "hostsfile": "none",
 }
 EXAMPLES = (
     (

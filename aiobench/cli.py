@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # with two threads).
 GIL_NOTE_MAX_BLOCK = 64 * 1024
 
-app = typer.Typer(add_completion=False, rich_markup_mode=None)
+app = typer.Typer(add_completion=True, rich_markup_mode=None)
 # Saved-run tools; `aiobench show ...` etc. A PATH spelled like one goes after `--`.
 tools = typer.Typer(
     add_completion=False,

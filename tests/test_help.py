@@ -27,9 +27,10 @@ def test_options_are_in_panels_in_order(capsys: pytest.CaptureFixture[str]) -> N
     assert out.startswith("Usage: aiobench [OPTIONS] [PATH]...\n")
     sections = [line[:-1] for line in out.splitlines() if re.fullmatch(r"\S[^:]*:", line)]
     assert sections == ["Arguments", *PANEL_TITLES, "Other", "Examples"]
-    # Only --version and --help are outside the panels.
+    # Only --version, typer's completion options and --help are outside the panels.
     other = out.split("\nOther:\n")[1].split("\n\n")[0]
-    assert [line.split()[0] for line in other.splitlines()] == ["-V,", "-h,"]
+    firsts = [line.split()[0] for line in other.splitlines() if line.startswith("  -")]
+    assert firsts == ["-V,", "--install-completion", "--show-completion", "-h,"]
 
 
 def test_every_option_is_placed_once() -> None:
@@ -37,7 +38,7 @@ def test_every_option_is_placed_once() -> None:
     names = [p.name for p in command.params if p.param_type_name == "option"]
     placed = [name for _, panel in PANELS for name in panel]
     assert sorted(placed) == sorted(set(placed))  # none twice
-    assert sorted(set(names) - set(placed)) == ["version"]
+    assert sorted(set(names) - set(placed)) == ["install_completion", "show_completion", "version"]
 
 
 def test_placeholders_are_words_not_python_types(capsys: pytest.CaptureFixture[str]) -> None:

@@ -480,13 +480,13 @@ def bench(
     lead = world is None or world.rank == 0  # the one process that prints and writes files
     resolved = _agreed(world, lambda: _resolve(cfg, world))
     _agreed(world, lambda: check_output_files(cfg) if lead else None)
+    human = sys.stderr if cfg.stdout_option is not None else sys.stdout
     if cfg.dryrun:
         if lead:
-            print(render_plan(cfg, resolved, phase_kinds(cfg, resolved)), end="")
+            print(render_plan(cfg, resolved, phase_kinds(cfg, resolved)), end="", file=human)
         return 0
     if world is None:  # (under MPI the first phase stops every rank in step instead)
         interrupts.check()  # the last moment before anything is created
-    human = sys.stderr if cfg.stdout_option is not None else sys.stdout
 
     def notes() -> None:
         binding = binding_note() if world is not None else None
@@ -542,8 +542,9 @@ def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int
         )
     command = launch_plan(names, sys.argv[1:])
     if cfg.dryrun:
-        print(f"PLAN (--dryrun): {len(names)} MPI ranks: {shlex.join(command)}")
-        print("Nothing was started; each rank then checks its PATHs and plans its share.")
+        human = sys.stderr if cfg.stdout_option is not None else sys.stdout
+        print(f"PLAN (--dryrun): {len(names)} MPI ranks: {shlex.join(command)}", file=human)
+        print("Nothing was started; each rank checks its PATHs when it runs.", file=human)
         return 0
     hand_over(command)
     return 0  # (not reached: the launcher took over this process)

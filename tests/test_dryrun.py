@@ -85,6 +85,14 @@ def test_dir_mode_plan_counts_dirs_and_files(run_cli: RunCli, tmp_path: Path) ->
     assert snapshot(tmp_path) == before
 
 
+def test_with_json_dash_the_plan_goes_to_stderr(run_cli: RunCli, tmp_path: Path) -> None:
+    proc = run_cli("-w", "-s", "1m", "--json", "-", "--dryrun", "f", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""  # stdout is for the JSON document only, and there is none
+    assert proc.stderr.startswith("PLAN (--dryrun)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_dryrun_keeps_usage_errors(run_cli: RunCli, tmp_path: Path) -> None:
     proc = run_cli("-r", "--dryrun", str(tmp_path / "missing"))
     assert proc.returncode == 2

@@ -20,7 +20,9 @@ from tests.conftest import RunCli
 DATA = Path(__file__).parent / "data"
 # The one line aiobench adds under a phase without --pertarget: a target well below the
 # average (a chance on a busy machine, so it is allowed here and checked for its form).
-SLOW_TARGET = re.compile(r" {12}Slowest target   : #\d+ \S+ \d+ (MiB/s|IOPS|Files/s), \d+ % below ")
+SLOW_TARGET = re.compile(
+    r" {12}Slowest target   : #\d+ \S+ \d+ (MiB/s|IOPS|Files/s), \d+\.\d % below "
+)
 
 
 def row_names(table: str) -> list[tuple[str, str]]:

@@ -5,37 +5,43 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from aiobench import __version__, interrupts, ioengines, streams
 from aiobench.check.command import check as check_command
-from aiobench.config import DEFAULT_BLOCK, DEFAULT_LIVE_INTERVAL_MS, BenchConfig, build_config
+from aiobench.config import (
+    DEFAULT_BLOCK,
+    DEFAULT_LIVE_INTERVAL_MS,
+    MAX_NINES,
+    build_config,
+)
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
-from aiobench.memory import check_memory
-from aiobench.mpi import World, abort_job, binding_note, launch_rank
-from aiobench.mpi import wanted as mpi_wanted
-from aiobench.outputs import Outputs, check_output_files, reason
-from aiobench.render.compare import compare_command
-from aiobench.render.json import dumps
-from aiobench.render.table import render_table
-from aiobench.results import RunResult
-from aiobench.runner import event_loop_name, exit_code, run_benchmark, run_meta
-from aiobench.saved import load_document, load_run
+from aiobench.helptext import PanelCommand
+from aiobench.mpi import abort_job, launch_rank
 from aiobench.streams import guard_standard_streams
-from aiobench.targets import DIR, Resolved, resolve
 from aiobench.text import printable
+
+# The rest (numpy, the engines, the renderers) is imported where a command needs it, so
+# that --help and --version start in a fraction of the time (scripts/bench --section cli).
+if TYPE_CHECKING:
+    from aiobench.config import BenchConfig
+    from aiobench.mpi import World
+    from aiobench.outputs import Outputs
+    from aiobench.results import RunResult
+    from aiobench.targets import Resolved
 
 # Below this block size a second thread in the same interpreter waits for its lock often
 # enough to show up in measured latency (cached 4 KiB reads: p99 ~5 us alone, 30-50 us
 # with two threads).
 GIL_NOTE_MAX_BLOCK = 64 * 1024
 
-app = typer.Typer(add_completion=False, rich_markup_mode=None)
+app = typer.Typer(add_completion=True, rich_markup_mode=None)
 # Saved-run tools; `aiobench show ...` etc. A PATH spelled like one goes after `--`.
 tools = typer.Typer(
     add_completion=False,
@@ -55,6 +61,7 @@ def _version(value: bool) -> None:
 
 
 @app.command(
+    cls=PanelCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="Quick check: aiobench check DIR. Saved runs: aiobench show RUN.json | "
     "aiobench compare A.json B.json | aiobench plot RUN.json -o FILE.png. A PATH named "
@@ -83,11 +90,11 @@ def bench(
     dirs: Annotated[
         int | None,
         typer.Option(
-            "-n", "--dirs", help="Dir mode: dirs per thread (default 1; 0 = files in PATH)."
+            "-n", "--dirs", help="Dir mode: dirs per thread (0 = files straight into PATH)."
         ),
     ] = None,
     files: Annotated[
-        int | None, typer.Option("-N", "--files", help="Dir mode: files per dir (default 1).")
+        int | None, typer.Option("-N", "--files", help="Dir mode: files per dir.")
     ] = None,
     dirsharing: Annotated[
         bool,
@@ -112,8 +119,7 @@ def bench(
         typer.Option(
             "-s",
             "--size",
-            help="Size per file; for reads and block devices default: detect; "
-            "dir mode default: 0 (create only).",
+            help="Size per file (dir mode: 0 = create empty files).",
         ),
     ] = None,
     iodepth: Annotated[int, typer.Option("--iodepth", help="Operations in flight per thread.")] = 1,
@@ -123,8 +129,7 @@ def bench(
         str | None,
         typer.Option(
             "--randamount",
-            help="Bytes to transfer with --rand over all threads "
-            "(default: each thread its whole slice).",
+            help="Bytes to transfer with --rand over all threads.",
         ),
     ] = None,
     norandalign: Annotated[
@@ -206,8 +211,8 @@ def bench(
             metavar="PCT",
             help="Share of each block refilled with new random data before each write "
             "(0 = the same block every time). CPU cost: about 0.3 ms per MiB refilled on "
-            "one core. Default: no refill; windows of a random pool, each 4 KiB stamped "
-            "unique (incompressible, nothing to dedup) at no cost per write.",
+            "one core. Without it: windows of a random pool, each 4 KiB stamped unique "
+            "(incompressible, nothing to dedup) at no cost per write.",
         ),
     ] = None,
     rwmixpct: Annotated[
@@ -252,13 +257,18 @@ def bench(
         str | None,
         typer.Option(
             "--livecsv",
-            metavar="FILE",
-            help="Append a CSV row per interval (elbencho's live columns, then latency).",
+            metavar="FILE|stdout",
+            help="Append a CSV row per interval (elbencho's live columns, then latency); "
+            "stdout or '-': to stdout, the table to stderr.",
         ),
     ] = None,
     livejson: Annotated[
         str | None,
-        typer.Option("--livejson", metavar="FILE", help="Append a JSON line per interval."),
+        typer.Option(
+            "--livejson",
+            metavar="FILE|stdout",
+            help="Append a JSON line per interval; stdout or '-': to stdout, the table to stderr.",
+        ),
     ] = None,
     jsonfile: Annotated[
         str | None,
@@ -282,11 +292,36 @@ def bench(
         bool | None,
         typer.Option(
             "--pertarget/--nopertarget",
-            help="Per-target report (min/max target, average, aggregate) in the table "
-            "[default: on with 2 or more PATHs; always in JSON].",
+            help="Per-target report (min/max target, average, aggregate) in the table; "
+            "--nopertarget: not even the line naming a slow target (always in JSON).",
             show_default=False,
         ),
     ] = None,
+    lat: Annotated[
+        bool, typer.Option("--lat", help="Latency rows (min, avg, max) in the table.")
+    ] = False,
+    latpercent: Annotated[
+        bool,
+        typer.Option("--latpercent", help="Latency percentile row in the table (1, 50, 75, 99 %)."),
+    ] = False,
+    latpercent9s: Annotated[
+        int,
+        typer.Option(
+            "--latpercent9s",
+            metavar="N",
+            help="Also N nines after 99 in the percentile row (2: 99.9 and 99.99 %); "
+            "shows the row.",
+        ),
+    ] = 0,
+    lathisto: Annotated[
+        bool,
+        typer.Option(
+            "--lathisto", help="Latency histogram row in the table (4 buckets per power of 2 us)."
+        ),
+    ] = False,
+    cpu: Annotated[
+        bool, typer.Option("--cpu", help="CPU util % row in the table (this process, all cores).")
+    ] = False,
     json_out: Annotated[
         str | None,
         typer.Option(
@@ -296,7 +331,7 @@ def bench(
     seed: Annotated[
         int | None,
         typer.Option(
-            "--seed", help="Seed of the random offsets and data (default: random, recorded)."
+            "--seed", help="Seed of the random offsets and data (recorded in the results)."
         ),
     ] = None,
     mpi: Annotated[
@@ -307,6 +342,23 @@ def bench(
             "needs the aiobench[mpi] extra.",
         ),
     ] = False,
+    hosts: Annotated[
+        str | None,
+        typer.Option(
+            "--hosts",
+            metavar="HOST,HOST...",
+            help="Run the same command on these hosts, one MPI rank each (a host named "
+            "twice gets two), through the mpirun found next to this Python or on PATH.",
+        ),
+    ] = None,
+    hostsfile: Annotated[
+        str | None,
+        typer.Option(
+            "--hostsfile",
+            metavar="FILE",
+            help="Likewise, the hosts one per line (# comments).",
+        ),
+    ] = None,
     nosvcshare: Annotated[
         bool,
         typer.Option(
@@ -320,11 +372,18 @@ def bench(
         typer.Option(
             "--ioengine",
             metavar="native|python",
-            help="How operations are issued: native (C, the default where it was built) "
-            "or python (the reference engine).",
+            help="How operations are issued: native (C) or python (the reference engine).",
             show_default=False,
         ),
     ] = None,
+    dryrun: Annotated[
+        bool,
+        typer.Option(
+            "--dryrun",
+            help="Print the plan (targets, threads, files and dirs per thread, bytes per "
+            "phase) and exit; nothing is created, opened or measured.",
+        ),
+    ] = False,
     force: Annotated[
         bool,
         typer.Option(
@@ -335,7 +394,10 @@ def bench(
         ),
     ] = False,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool,
+        typer.Option(
+            "-V", "--version", callback=_version, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> int:
     """Measure what files, block devices and directories deliver (elbencho-compatible)."""
@@ -385,6 +447,12 @@ def bench(
         csvfile_path=csvfile,
         resfile_path=resfile,
         pertarget=pertarget,
+        lat=lat,
+        latpercent=latpercent,
+        latpercent9s=latpercent9s,
+        lathisto=lathisto,
+        cpu=cpu,
+        dryrun=dryrun,
         seed=seed,
         force=force,
         mpi=mpi,
@@ -392,15 +460,35 @@ def bench(
         ioengine=ioengine,
         argv=("aiobench", *sys.argv[1:]),
     )
+    if hosts is not None or hostsfile is not None:
+        return _on_hosts(cfg, hosts, hostsfile)
+    from aiobench.mpi import World, binding_note
+    from aiobench.mpi import wanted as mpi_wanted
+    from aiobench.outputs import Outputs, check_output_files
+    from aiobench.render.plan import render_plan
+    from aiobench.runner import (
+        event_loop_name,
+        exit_code,
+        phase_kinds,
+        run_benchmark,
+        run_meta,
+        skipped_note,
+    )
+    from aiobench.targets import DIR
+
     world = World.connect(shared=not cfg.nosvcshare) if mpi_wanted(cfg.mpi) else None
     if world is None and cfg.nosvcshare:
         raise ConfigError("--nosvcshare: only applies under MPI (mpirun, srun or --mpi)")
     lead = world is None or world.rank == 0  # the one process that prints and writes files
     resolved = _agreed(world, lambda: _resolve(cfg, world))
     _agreed(world, lambda: check_output_files(cfg) if lead else None)
+    human = sys.stderr if cfg.stdout_option is not None else sys.stdout
+    if cfg.dryrun:
+        if lead:
+            print(render_plan(cfg, resolved, phase_kinds(cfg, resolved)), end="", file=human)
+        return 0
     if world is None:  # (under MPI the first phase stops every rank in step instead)
         interrupts.check()  # the last moment before anything is created
-    human = sys.stderr if cfg.json_path == "-" else sys.stdout
 
     def notes() -> None:
         binding = binding_note() if world is not None else None
@@ -435,10 +523,33 @@ def bench(
         meta=meta,
         world=world,
     )
+    skipped = skipped_note(cfg, resolved, result)
+    if skipped is not None:
+        print(f"Note: {skipped}.", file=sys.stderr)
     code = _report_end(cfg, result, outputs, world)
     if world is not None:
         world.barrier()
     return code
+
+
+def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int:
+    """--hosts/--hostsfile: hand the command to the MPI launcher (with --dryrun: say how)."""
+    from aiobench.hosts import hand_over, launch_plan, parse_hosts
+
+    names = parse_hosts(hosts, hostsfile)
+    if launch_rank() is not None or cfg.mpi:
+        raise ConfigError(
+            "--hosts: this is already a rank of an MPI job (mpirun, srun or --mpi); "
+            "leave --hosts out there"
+        )
+    command = launch_plan(names, sys.argv[1:])
+    if cfg.dryrun:
+        human = sys.stderr if cfg.stdout_option is not None else sys.stdout
+        print(f"PLAN (--dryrun): {len(names)} MPI ranks: {shlex.join(command)}", file=human)
+        print("Nothing was started; each rank checks its PATHs when it runs.", file=human)
+        return 0
+    hand_over(command)
+    return 0  # (not reached: the launcher took over this process)
 
 
 def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: World | None) -> int:
@@ -448,6 +559,10 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: Wo
     (stdout closed or full); a reader that went away (``| head``) is not an error. What
     cannot be said because stderr is unusable is only the exit code.
     """
+    from aiobench.outputs import reason
+    from aiobench.render.json import dumps
+    from aiobench.runner import exit_code
+
     if cfg.json_path is not None:
         outputs.write_document(dumps(result))
     outputs.close()
@@ -470,6 +585,8 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: Wo
 def _print_out(text: str) -> None:
     """The output of ``show``/``compare`` on stdout; stdout closed or full is exit 1 (a
     reader that went away, ``| head``, is not an error)."""
+    from aiobench.outputs import reason
+
     failed = streams.show(sys.stdout, text) or streams.failure(1)
     if failed is not None and failed.errno != errno.EPIPE:
         raise AiobenchError(f"stdout: {reason(failed)}: the output could not be written")
@@ -493,6 +610,9 @@ def _agreed(world: World | None, step: Callable[[], T]) -> T:
 
 def _resolve(cfg: BenchConfig, world: World | None) -> Resolved:
     """The paths and sizes, then the memory budget of this process's threads."""
+    from aiobench.memory import check_memory
+    from aiobench.targets import resolve
+
     if world is None:
         resolved = resolve(cfg)
         check_memory(cfg, resolved, cfg.threads)
@@ -515,15 +635,37 @@ def show(
             show_default=False,
         ),
     ] = None,
+    lat: Annotated[bool, typer.Option("--lat", help="Add the latency rows.")] = False,
+    latpercent: Annotated[
+        bool, typer.Option("--latpercent", help="Add the percentile row.")
+    ] = False,
+    latpercent9s: Annotated[
+        int | None,
+        typer.Option("--latpercent9s", metavar="N", help="Nines after 99 in the percentile row."),
+    ] = None,
+    lathisto: Annotated[bool, typer.Option("--lathisto", help="Add the histogram row.")] = False,
+    cpu: Annotated[bool, typer.Option("--cpu", help="Add the CPU util % row.")] = False,
 ) -> int:
-    """Print the result table of a saved run again, as the run printed it."""
+    """Print the result table of a saved run again, as the run printed it (the flags add
+    rows)."""
+    from aiobench.render.table import TableOptions, render_table
+    from aiobench.saved import load_run
+
+    if latpercent9s is not None and not 0 <= latpercent9s <= MAX_NINES:
+        raise ConfigError(f"--latpercent9s: between 0 and {MAX_NINES} (got {latpercent9s})")
     result = load_run(run)
     config = result.meta.get("config")
-    saved = config.get("pertarget") if isinstance(config, dict) else None
-    paths = result.meta.get("paths")
-    default = len(paths) > 1 if isinstance(paths, list) else False
-    chosen = pertarget if pertarget is not None else saved if saved is not None else default
-    _print_out(render_table(result.phases, pertarget=bool(chosen)))
+    saved = TableOptions.from_config(config if isinstance(config, dict) else {"lat": False})
+    options = dataclasses.replace(
+        saved,
+        lat=saved.lat or lat,
+        latpercent=saved.latpercent or latpercent,
+        latpercent9s=saved.latpercent9s if latpercent9s is None else latpercent9s,
+        lathisto=saved.lathisto or lathisto,
+        cpu=saved.cpu or cpu,
+        pertarget=saved.pertarget if pertarget is None else pertarget,
+    )
+    _print_out(render_table(result.phases, options))
     return 0
 
 
@@ -547,6 +689,8 @@ def compare(
 ) -> int:
     """Per phase and metric the ratio B/A, with a warning when it is within the runs' noise
     (run or check documents)."""
+    from aiobench.render.compare import compare_command
+
     return compare_command(run_a, run_b, fail_below, markdown, _print_out)
 
 
@@ -561,6 +705,7 @@ def plot(
 ) -> int:
     """Throughput and p50/p99 latency over time, and the latency percentile curve (PNG)."""
     from aiobench.render.plot import render_plot  # matplotlib is an optional extra
+    from aiobench.saved import load_document
 
     if not (MIN_PLOT_PX <= width <= MAX_PLOT_PX and MIN_PLOT_PX <= height <= MAX_PLOT_PX):
         raise ConfigError(f"--width/--height: between {MIN_PLOT_PX} and {MAX_PLOT_PX} pixels")

@@ -12,12 +12,17 @@ from aiobench.errors import ConfigError
 from aiobench.units import NS_PER_S, bracket_count, expand_brackets, parse_size
 
 DEFAULT_BLOCK = "1M"
+# --latpercent9s: more nines ask for a point past what any run has values for (10^11
+# operations for 9) and past what a float tells apart from 100.
+MAX_NINES = 9
 # Every slot is one executor thread; past this many, thread start-up and memory dominate
 # and a single interpreter cannot keep them busy anyway (use MPI ranks instead).
 MAX_SLOTS = 4096
 # Shortest --liveint: intervals much below the ~50 ms executor runs only add noise.
 MIN_LIVE_INTERVAL_MS = 10
 DEFAULT_LIVE_INTERVAL_MS = 2000  # elbencho's default
+# --livecsv/--livejson names that mean stdout, as in elbencho (a file of that name: ./stdout).
+STDOUT_NAMES = ("stdout", "-")
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 # O_DIRECT needs buffers, offsets and lengths aligned to the logical block size; 512 bytes
 # is the smallest any Linux block device has.
@@ -93,7 +98,14 @@ class BenchConfig:
     jsonfile_path: str | None = None
     csvfile_path: str | None = None
     resfile_path: str | None = None
-    pertarget: bool | None = None  # None: on when there are two or more paths
+    pertarget: bool | None = None  # None: only a hint when one target is slow
+    # elbencho's table rows (the JSON has everything anyway).
+    lat: bool = False  # min/avg/max latency rows
+    latpercent: bool = False  # the percentile row (also with latpercent9s > 0)
+    latpercent9s: int = 0  # nines after 99 in that row: 2 = 99.9 and 99.99 too
+    lathisto: bool = False  # the histogram row
+    cpu: bool = False  # the CPU util % row
+    dryrun: bool = False  # print the plan; create, open and measure nothing
     seed: int
     force: bool
     mpi: bool = False  # run as an MPI rank even if no launcher is seen
@@ -106,6 +118,16 @@ class BenchConfig:
     @property
     def slots(self) -> int:
         return self.threads * self.iodepth
+
+    @property
+    def stdout_option(self) -> str | None:
+        """The option whose records go to stdout (``-``); the table then goes to stderr."""
+        given = [
+            ("--json", self.json_path),
+            ("--livecsv", self.livecsv_path),
+            ("--livejson", self.livejson_path),
+        ]
+        return next((option for option, path in given if path == "-"), None)
 
     @property
     def num_dirs(self) -> int:
@@ -133,10 +155,6 @@ class BenchConfig:
             ("--nodelerr", self.nodelerr),
         ]
         return [name for name, on in given if on]
-
-    @property
-    def show_pertarget(self) -> bool:
-        return len(self.paths) > 1 if self.pertarget is None else self.pertarget
 
     def output_files(self) -> list[tuple[str, str]]:
         """(option, path) of every file results are written or appended to."""
@@ -205,6 +223,12 @@ def build_config(
     csvfile_path: str | None = None,
     resfile_path: str | None = None,
     pertarget: bool | None = None,
+    lat: bool = False,
+    latpercent: bool = False,
+    latpercent9s: int = 0,
+    lathisto: bool = False,
+    cpu: bool = False,
+    dryrun: bool = False,
     seed: int | None,
     force: bool,
     mpi: bool = False,
@@ -353,6 +377,22 @@ def build_config(
         raise ConfigError("--backward: cannot be combined with --strided (pick one order)")
     if json_path is not None and not json_path:
         raise ConfigError("--json: give a file name or '-' for stdout")
+    livecsv_path = "-" if livecsv_path in STDOUT_NAMES else livecsv_path
+    livejson_path = "-" if livejson_path in STDOUT_NAMES else livejson_path
+    to_stdout = [
+        option
+        for option, path in (
+            ("--json", json_path),
+            ("--livecsv", livecsv_path),
+            ("--livejson", livejson_path),
+        )
+        if path == "-"
+    ]
+    if len(to_stdout) > 1:
+        raise ConfigError(
+            f"{to_stdout[1]}: {' and '.join(to_stdout)} cannot both write to stdout; "
+            "give one of them a file name"
+        )
     if live_interval_ms < MIN_LIVE_INTERVAL_MS:
         raise ConfigError(
             f"--liveint: must be at least {MIN_LIVE_INTERVAL_MS} ms (got {live_interval_ms})"
@@ -368,10 +408,14 @@ def build_config(
             ("--jsonfile", jsonfile_path),
             ("--csvfile", csvfile_path),
             ("--resfile", resfile_path),
-            ("--livecsv", livecsv_path),
-            ("--livejson", livejson_path),
+            ("--livecsv", livecsv_path if livecsv_path != "-" else None),
+            ("--livejson", livejson_path if livejson_path != "-" else None),
         ],
     )
+    if not 0 <= latpercent9s <= MAX_NINES:
+        raise ConfigError(
+            f"--latpercent9s: between 0 and {MAX_NINES} nines after 99 (got {latpercent9s})"
+        )
     if seed is not None and not 0 <= seed < 2**63:
         raise ConfigError(f"--seed: must be between 0 and 2^63-1 (got {seed})")
     engine = ioengines.checked(ioengine)
@@ -421,6 +465,12 @@ def build_config(
         csvfile_path=csvfile_path,
         resfile_path=resfile_path,
         pertarget=pertarget,
+        lat=lat,
+        latpercent=latpercent,
+        latpercent9s=latpercent9s,
+        lathisto=lathisto,
+        cpu=cpu,
+        dryrun=dryrun,
         seed=secrets.randbits(63) if seed is None else seed,
         force=force,
         mpi=mpi,

@@ -423,8 +423,9 @@ class Engine(Protocol):
         waits for the phase's start first (:meth:`Job.released`)."""
         ...
 
-    def probe(self, path: str) -> Probe:
-        """Before the run: what is at ``path`` (its type and size); read-only. Raises
+    def probe(self, path: str, opening: bool = True) -> Probe:
+        """Before the run: what is at ``path`` (its type and size); read-only, and without
+        ``opening`` (--dryrun) opening nothing. Raises
         :class:`~aiobench.errors.ConfigError` for what the engine cannot run on."""
         ...
 

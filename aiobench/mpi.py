@@ -15,11 +15,12 @@ import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from aiobench.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Set in every rank's environment by the launchers we know: Open MPI, MPICH/Intel MPI
 # (PMI), PMIx (Open MPI 5, Slurm's srun --mpi=pmix), MVAPICH.
@@ -66,6 +67,13 @@ def _mpi() -> Any:
     return MPI
 
 
+def _int64s(value: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """A one-element int64 array (numpy only now: the CLI's start-up imports this module)."""
+    import numpy as np
+
+    return np.array([value], dtype=np.int64)
+
+
 @dataclass(slots=True)
 class World:
     """The MPI job as one benchmark: ranks, their hosts and how the work is split."""
@@ -76,9 +84,7 @@ class World:
     hosts: list[str]  # host name of each rank
     shared: bool  # the dataset is split over all ranks' threads (else each rank has it all)
     _stop: Any = None  # a pending receive of a peer's stop message
-    _stop_buffer: np.ndarray[Any, np.dtype[np.int64]] = field(
-        default_factory=lambda: np.zeros(1, dtype=np.int64)
-    )
+    _stop_buffer: np.ndarray[Any, np.dtype[np.int64]] = field(default_factory=lambda: _int64s(0))
     _told: bool = False
 
     @classmethod
@@ -148,7 +154,7 @@ class World:
             self._told = True
             for peer in range(self.size):
                 if peer != self.rank:
-                    self.comm.Send(np.array([self.rank], dtype=np.int64), dest=peer, tag=_STOP_TAG)
+                    self.comm.Send(_int64s(self.rank), dest=peer, tag=_STOP_TAG)
         if self._stop is not None and self._stop.Test():
             self._stop = None
             stop.set()

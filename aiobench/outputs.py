@@ -33,7 +33,7 @@ from aiobench.render.csv import (
 )
 from aiobench.render.json import interval_record, phase_record
 from aiobench.render.live import LiveLine
-from aiobench.render.table import HEADER, SEPARATOR, phase_text, summary_text
+from aiobench.render.table import HEADER, SEPARATOR, TableOptions, phase_text, summary_text
 from aiobench.results import IntervalStats, PhaseResult, Progress, RunResult
 from aiobench.text import printable
 
@@ -42,7 +42,8 @@ _CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
 
 def check_output_files(cfg: BenchConfig) -> None:
     """Every result file can be written where it leads, and a CSV that is appended to
-    has our header; otherwise a usage error naming the option and the file."""
+    has our header (not read with ``--dryrun``, which opens nothing); otherwise a usage
+    error naming the option and the file."""
     headers = dict(_CSV_FILES)
     for option, path in cfg.output_files():
         shown = printable(path)
@@ -67,7 +68,8 @@ def check_output_files(cfg: BenchConfig) -> None:
         target = directory if place.kind == NEW or option == "--json" else place.real
         if not os.access(target, os.W_OK):
             raise ConfigError(f"{option}: cannot write to {printable(target)}")
-        if option in headers and place.kind == REGULAR and os.path.getsize(place.real):
+        appended = place.kind == REGULAR and os.path.getsize(place.real)
+        if option in headers and appended and not cfg.dryrun:
             _check_header(option, shown, place.real, headers[option])
 
 
@@ -116,6 +118,7 @@ class Outputs(Observer):
         self.cfg = cfg
         self.meta = meta
         self.human = human
+        self.table = TableOptions.from_config(cfg.to_dict())
         self.live = LiveLine(human) if cfg.live and human.isatty() else None
         self.shown: list[PhaseResult] = []
         self.errors: list[str] = []
@@ -124,6 +127,12 @@ class Outputs(Observer):
         self._places: dict[str, Place] = {}
         self._in_place: dict[str, int] = {}  # option -> descriptor kept for the run
         self._headed: set[str] = set()  # in-place CSVs whose header went out
+        # --livecsv -/stdout, --livejson -/stdout: records on stdout (the table on stderr).
+        self._stdout = {
+            option
+            for option, path in (("--livecsv", cfg.livecsv_path), ("--livejson", cfg.livejson_path))
+            if path == "-"
+        }
         for option, path in self._paths.items():
             try:
                 place = outfiles.locate(path)
@@ -140,6 +149,9 @@ class Outputs(Observer):
     def _write(self, option: str, text: str, header: list[str] | None = None) -> None:
         """Append a record to a result file; the first failure is reported, later records
         to that file are skipped."""
+        if option in self._stdout:
+            self._write_stdout(option, text, header)
+            return
         place = self._places.get(option)
         if place is None or any(e.startswith(f"{option}:") for e in self.errors):
             return
@@ -160,6 +172,19 @@ class Outputs(Observer):
             outfiles.write_all(fd, text.encode("utf-8"))
         except OSError as exc:
             self._failed(option, exc)
+
+    def _write_stdout(self, option: str, text: str, header: list[str] | None) -> None:
+        """A record on stdout, after the CSV header once; a reader that went away
+        (``| head``) is not an error, any other failure is reported once."""
+        failed_before = f"{option} -:"
+        if any(e.startswith(failed_before) for e in self.errors):
+            return
+        if header and option not in self._headed:
+            text = line(header) + text
+        self._headed.add(option)
+        failed = streams.show(sys.stdout, text)
+        if failed is not None and not isinstance(failed, BrokenPipeError):
+            self.errors.append(f"{option} -: stdout: {reason(failed)}")
 
     def write_document(self, text: str) -> None:
         """The ``--json`` document: replaces a regular file, is written into anything
@@ -232,7 +257,7 @@ class Outputs(Observer):
     def phase_done(self, phase: PhaseResult) -> None:
         """A phase's result: the table block on the terminal, a record in each result file."""
         cfg = self.cfg
-        text = phase_text(phase, cfg.show_pertarget)
+        text = phase_text(phase, self.table)
         # The header waits for the first result: a setup error must stay a single line.
         self._show(("" if self.shown else HEADER) + text)
         if cfg.resfile_path is not None:

@@ -64,6 +64,20 @@ class FdTargets(Targets):
         self.created.clear()
 
 
+def _sysfs_size(path: str) -> int:
+    """Bytes of block device ``path`` from sysfs, without opening the device."""
+    try:
+        rdev = os.stat(path).st_rdev
+        sysfs = f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}/size"
+        with open(sysfs, encoding="ascii") as handle:
+            return int(handle.read()) * 512  # sysfs counts 512-byte sectors on every device
+    except (OSError, ValueError):
+        raise ConfigError(
+            f"{path}: --dryrun finds no size of this block device without opening it; "
+            "give -s/--size"
+        ) from None
+
+
 def fds_of(targets: Targets) -> list[int]:
     """The descriptors of targets a POSIX engine opened (another engine's: an error)."""
     if not isinstance(targets, FdTargets):
@@ -74,9 +88,10 @@ def fds_of(targets: Targets) -> list[int]:
 class PosixTargets:
     """Probing and opening targets, and untimed work on them (file or dir fds)."""
 
-    def probe(self, path: str) -> Probe:
+    def probe(self, path: str, opening: bool = True) -> Probe:
         """Type and size of ``path``: a regular file (or a missing one), a block device or
-        a dir; anything else is a :class:`ConfigError`."""
+        a dir; anything else is a :class:`ConfigError`. Without ``opening`` (--dryrun) a
+        block device's size is the sector count sysfs shows."""
         try:
             mode = os.stat(path).st_mode
         except FileNotFoundError:
@@ -90,6 +105,8 @@ class PosixTargets:
             return Probe(DIR, 0)
         if not stat.S_ISBLK(mode):
             raise ConfigError(f"{path}: not a regular file, block device or directory")
+        if not opening:
+            return Probe(BLOCKDEV, _sysfs_size(path))
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:

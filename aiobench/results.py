@@ -21,6 +21,9 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
         "check": meta, tests, findings, and runs that are version-3 documents), a branch
         of its own in the schema; meta.config.timelimit_ns (optional: the sub-second
         phase limit the check gives its tests, 0 in an ordinary run).
+    3, extended without a bump — meta.config.lat, .latpercent, .latpercent9s, .lathisto,
+        .cpu (the table rows the run showed) and .dryrun; a config without them comes from an
+        aiobench that always showed the latency and percentile rows.
 """
 
 from __future__ import annotations

@@ -19,7 +19,17 @@ from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, StopEvent
 from aiobench.errors import EXIT_IO_ERROR, BenchIOError, ConfigError
 from aiobench.housekeeping import run_housekeeping
-from aiobench.kinds import DROPCACHE, MKDIRS, READ, RMDIRS, RMFILES, STAT, SYNC, WRITE
+from aiobench.kinds import (
+    DROPCACHE,
+    MKDIRS,
+    READ,
+    RMDIRS,
+    RMFILES,
+    STAT,
+    SYNC,
+    WRITE,
+    phase_name,
+)
 from aiobench.merge import RankPart, merge_phase
 from aiobench.mpi import World
 from aiobench.phases import Observer, RunContext, make_executor, run_phase
@@ -56,6 +66,28 @@ def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[str]:
         (RMDIRS, cfg.deldirs and dirs),
     )
     return [kind for kind, on in wanted if on]
+
+
+def skipped_note(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> str | None:
+    """What a time limit kept from running (elbencho's rule: a phase the limit stopped
+    ends the run), as a note for the user; None when nothing was left out."""
+    if not result.phases or result.interrupted or result.error is not None:
+        return None
+    last = result.phases[-1]
+    names = [phase_name(kind, cfg.rwmixpct) for kind in phase_kinds(cfg, resolved)]
+    if not last.time_limited or last.name not in names:
+        return None
+    left = names[names.index(last.name) + 1 :]
+    iterations = cfg.iterations - 1 - last.iteration
+    parts = [", ".join(left)] if left else []
+    if iterations:
+        parts.append(f"{iterations} more iteration{'s' if iterations > 1 else ''}")
+    if not parts:
+        return None
+    return (
+        f"--timelimit {cfg.timelimit_s} s stopped {last.name}, so {' and '.join(parts)} "
+        "did not run (as in elbencho, a phase the time limit stops ends the run)"
+    )
 
 
 def housekeeping_kinds(cfg: BenchConfig) -> list[str]:

@@ -22,8 +22,6 @@ HDR_HIGHEST_NS = 3_600 * 1_000_000_000
 HDR_DIGITS = 3
 # fio's default percentile points.
 PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
-# Points shown in the text table's "lat % us" row.
-TABLE_PERCENTILES = (50, 90, 99, 99.9)
 # Raw latencies kept before folding: 512 KiB per slot, folded about every 64k operations.
 _FOLD_EVERY = 65_536
 
@@ -175,21 +173,44 @@ class LatencyRecorder:
             h.set_internal_tacking_values(int(nonzero[0]), int(nonzero[-1]), self.count)
         return h
 
-    def summary(self) -> LatencySummary:
-        h = self.histogram()
-        mean = self.sum_ns / self.count if self.count else 0.0
-        var = self.sum_sq / self.count - mean * mean if self.count else 0.0
-        points = dict.fromkeys(PERCENTILES, 0)
+    def percentiles(
+        self, points: Sequence[float], h: HdrHistogram | None = None
+    ) -> dict[float, int]:
+        """The value at each percentile point, in ns (0 for every point when empty)."""
+        h = self.histogram() if h is None else h
+        values = dict.fromkeys(points, 0)
         if self.count:
             # hdrhistogram's get_value_at_percentile walks the counts in Python for every
             # point (~10 ms each); a cumulative sum and a search give the same values.
             cumulative = np.cumsum(self.counts)
-            for p in PERCENTILES:
+            for p in points:
                 index = int(np.searchsorted(cumulative, h.get_target_count_at_percentile(p)))
                 value = int(h.get_highest_equivalent_value(h.get_value_from_index(index)))
                 # A bucket's top can lie past the largest value recorded in it: no
                 # percentile is reported above the exact max (or below the exact min).
-                points[p] = min(max(value, self.min_ns), self.max_ns)
+                values[p] = min(max(value, self.min_ns), self.max_ns)
+        return values
+
+    def log_buckets(self, per_octave: int) -> dict[int, int]:
+        """elbencho's histogram: {k: count} of the values in (2^((k-1)/n), 2^(k/n)] us
+        for n = ``per_octave``; only buckets that hold values.
+
+        Each HDR bucket (under 0.1 % wide) goes whole to the bucket its lowest value falls
+        in (clamped to the exact min and max).
+        """
+        h = self.histogram()
+        out: dict[int, int] = {}
+        for index in np.flatnonzero(self.counts):
+            low = min(max(int(h.get_value_from_index(int(index))), self.min_ns, 1), self.max_ns)
+            k = math.ceil(per_octave * math.log2(low / 1000) - 1e-9)
+            out[k] = out.get(k, 0) + int(self.counts[index])
+        return dict(sorted(out.items()))
+
+    def summary(self) -> LatencySummary:
+        h = self.histogram()
+        mean = self.sum_ns / self.count if self.count else 0.0
+        var = self.sum_sq / self.count - mean * mean if self.count else 0.0
+        points = self.percentiles(PERCENTILES, h)
         # Rounded once here, so the table and the JSON (and a table re-rendered from the
         # JSON by `aiobench show`) use the same value.
         return LatencySummary(
@@ -251,3 +272,16 @@ class LatencySummary:
     stddev_ns: float
     percentiles_ns: dict[float, int]
     hdr: str
+
+    def at(self, points: Sequence[float]) -> dict[float, int]:
+        """The value at each point: the recorded one where the summary has it, else from
+        its histogram (the same method, so both agree)."""
+        if all(p in self.percentiles_ns for p in points) or self.count == 0:
+            return {p: self.percentiles_ns.get(p, 0) for p in points}
+        return LatencyRecorder.from_summary(self).percentiles(points)
+
+    def log_buckets(self, per_octave: int) -> dict[int, int]:
+        """See :meth:`LatencyRecorder.log_buckets`; {} when empty."""
+        if self.count == 0:
+            return {}
+        return LatencyRecorder.from_summary(self).log_buckets(per_octave)

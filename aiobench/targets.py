@@ -125,14 +125,14 @@ class Resolved:
     notes: tuple[str, ...]
 
 
-def resolve(cfg: BenchConfig, probe: Callable[[str], Probe] | None = None) -> Resolved:
+def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None) -> Resolved:
     """Classify the paths, find their sizes and the effective block size; read-only.
 
-    ``probe`` looks at one PATH: the run's engine's (:func:`aiobench.ioengines.make`)
-    unless given."""
+    ``probe`` looks at one PATH (opening nothing under --dryrun): the run's engine's
+    (:func:`aiobench.ioengines.make`) unless given."""
     if probe is None:
         probe = ioengines.make(cfg.ioengine).probe
-    found = {path: probe(path) for path in cfg.paths}
+    found = {path: probe(path, not cfg.dryrun) for path in cfg.paths}
     types = {path: seen.path_type for path, seen in found.items()}
     kinds = set(types.values())
     if len(kinds) > 1:
@@ -144,6 +144,12 @@ def resolve(cfg: BenchConfig, probe: Callable[[str], Probe] | None = None) -> Re
         _check_space(cfg, resolved)
         return resolved
     dir_only = cfg.dir_mode_options()
+    missing = [path for path in cfg.paths if not os.path.lexists(path)]
+    if dir_only and missing:
+        raise ConfigError(
+            f"{missing[0]}: does not exist; {dir_only[0]} is for dir mode, which needs an "
+            "existing directory as PATH (mkdir it first)"
+        )
     if dir_only:
         raise ConfigError(
             f"{dir_only[0]}: only applies in dir mode (PATH is a directory), "

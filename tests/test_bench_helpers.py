@@ -144,7 +144,7 @@ def test_targets_table(capsys: pytest.CaptureFixture[str]) -> None:
     ]
     print_targets(targets, meta)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "## Issue #13 targets"
+    assert lines[0] == "## Targets (issues #13 and #16)"
     assert lines[2].startswith("- 2026-12-01 16:00 UTC, vm, 2 CPUs; aiobench 0.1.0 (engine:")
     assert lines[2].endswith("**--quick: smoke-test settings, the figures mean little**")
     assert lines[3] == "- seed2: skipped, needs root (it sets up a loop device)"

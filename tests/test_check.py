@@ -251,11 +251,11 @@ def test_two_checks_of_one_target_pass_the_gate_and_half_a_rate_fails_it(
         .startswith("FAIL: 2 of the rates fell by more than 10%: RND4K Q1T1 read IOPS")
     )
     header, body = md_table((tmp_path / "cmp.md").read_text(encoding="utf-8"))
-    assert header == ["phase", "metric", "A", "B", "B/A", "note"]
-    bold = [row for row in body if row[5].startswith("**FAIL")]
-    assert [(row[0], row[1], row[4]) for row in bold] == [
-        ("RND4K Q1T1 read", "IOPS", "0.50\u00d7"),
-        ("RND4K Q1T1 read", "Throughput MiB/s", "0.50\u00d7"),
+    assert header == ["phase", "metric", "A", "B", "B/A", "B is", "note"]
+    bold = [row for row in body if row[6].startswith("**FAIL")]
+    assert [(row[0], row[1], row[4], row[5]) for row in bold] == [
+        ("RND4K Q1T1 read", "IOPS", "0.50\u00d7", "worse"),
+        ("RND4K Q1T1 read", "Throughput MiB/s", "0.50\u00d7", "worse"),
     ]
     # Without --fail-below compare only reports, whatever fell.
     report = run_aiobench("compare", str(base), str(slower))

@@ -368,11 +368,11 @@ def test_compare_markdown_is_a_table_with_the_failures_marked() -> None:
     a, b = _doc(_phase(STEADY)), _doc(_phase(STEADY, slower=2))
     text = render_compare_markdown(a, b, "base.json", "new.json", fail_below=10)
     header, body = md_table(text)
-    assert header == ["phase", "metric", "A", "B", "B/A", "note"]
-    assert len(body) == 5 and all(len(row) == 6 for row in body)
+    assert header == ["phase", "metric", "A", "B", "B/A", "B is", "note"]
+    assert len(body) == 5 and all(len(row) == 7 for row in body)
     iops = next(row for row in body if row[1] == "IOPS")
-    assert iops[:5] == ["RND4K Q1T1 read", "IOPS", "10000", "5000", "0.50\u00d7"]
-    assert iops[5] == "**FAIL: fell 50.0% (limit 10%, runs' noise \u00b11.6%)**"
+    assert iops[:6] == ["RND4K Q1T1 read", "IOPS", "10000", "5000", "0.50\u00d7", "worse"]
+    assert iops[6] == "**FAIL: fell 50.0% (limit 10%, runs' noise \u00b11.6%)**"
     assert text.rstrip().endswith("RND4K Q1T1 read Throughput MiB/s")
     assert math.isclose(float(iops[3]) / float(iops[2]), 0.5)
 

@@ -15,7 +15,7 @@ from aiobench.dirmode import DirLayout, EntryRun, EntryStream
 from aiobench.engine import Engine, IoOptions, Job, NullEngine, PosixEngine, SlotBuffer, StopEvent
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
 from aiobench.phases import run_phase
-from aiobench.render.table import render_table
+from aiobench.render.table import TableOptions, render_table
 from aiobench.results import PhaseResult
 from aiobench.worker import Done
 from tests.conftest import fd_targets, make_cfg
@@ -335,8 +335,9 @@ def row_names(table: str, *, latency: bool = True) -> dict[str, list[str]]:
 
 async def test_rows_match_elbenchos_dir_mode_rows(tmp_path: Path) -> None:
     # The shape of the reference run: -t 2 -n 2 -N 50 -s 8k -b 4k with latency rows.
-    # (elbencho's percentile row shows 1/50/75/99 %, ours 50/90/99/99.9: same row names.)
-    ours = row_names(render_table(await all_phases(tmp_path, 8192, 4096)))
+    # (--lat --latpercent, as the reference command has them.)
+    options = TableOptions(lat=True, latpercent=True)
+    ours = row_names(render_table(await all_phases(tmp_path, 8192, 4096), options))
     assert ours == row_names((DATA / "elbencho-dirmode-latency.txt").read_text())
     assert "IOPS" in " ".join(ours["WRITE"])
 
@@ -348,6 +349,6 @@ async def test_zero_byte_files_leave_out_the_data_rows(tmp_path: Path) -> None:
 
 
 async def test_iops_row_is_left_out_when_a_file_is_one_block(tmp_path: Path) -> None:
-    table = render_table(await all_phases(tmp_path, 4096, 4096))
+    table = render_table(await all_phases(tmp_path, 4096, 4096), TableOptions(lat=True))
     assert "IOPS" not in table
     assert "Throughput MiB/s" in table and "IO latency" in table

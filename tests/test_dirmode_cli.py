@@ -154,7 +154,7 @@ def test_all_phases_count_exactly_and_leave_dir_as_it_was(
     before = listing(root)
     out = tmp_path / "J.json"
     args = ["-d", "-w", "--stat", "-r", "-F", "-D", "-t", "4", "-n", "8", "-N", "250"]
-    proc = ok(run_cli(*args, "-s", "4k", str(root), "--json", str(out)))
+    proc = ok(run_cli(*args, "--lat", "--latpercent", "-s", "4k", str(root), "--json", str(out)))
 
     blocks = table_blocks(proc.stdout)
     assert [op for op, _ in blocks] == ALL_PHASES
@@ -225,7 +225,8 @@ def test_layout_names_and_sizes(
 ) -> None:
     out = tmp_path / "j.json"
     args = ("-t", "2", "-n", "2", "-N", "3")
-    proc = ok(run_cli("-d", "-w", *args, "-s", "1k", str(layout_root), "--json", str(out)))
+    lat = ("--lat", "--latpercent")
+    proc = ok(run_cli("-d", "-w", *args, *lat, "-s", "1k", str(layout_root), "--json", str(out)))
     dirs, files = plain_layout(threads=2, dirs=2, files=3)
     assert sorted(dirs) == ["r0", "r0/d0", "r0/d1", "r1", "r1/d0", "r1/d1"]
     assert files[:3] == ["r0/d0/r0-f0", "r0/d0/r0-f1", "r0/d0/r0-f2"]
@@ -355,7 +356,8 @@ def test_size_zero_creates_empty_files_without_data_rows(
 ) -> None:
     out = tmp_path / "j.json"
     args = ("-t", "2", "-n", "2", "-N", "3")
-    proc = ok(run_cli("-d", "-w", *args, "-s", "0", str(layout_root), "--json", str(out)))
+    lat = ("--lat", "--latpercent")
+    proc = ok(run_cli("-d", "-w", *args, *lat, "-s", "0", str(layout_root), "--json", str(out)))
     dirs, files = plain_layout(threads=2, dirs=2, files=3)
     assert tree(layout_root) == layout_tree(dirs, files, 0)
     rows = dict(table_blocks(proc.stdout))
@@ -373,8 +375,8 @@ def test_multi_block_files_show_iops(
 ) -> None:
     out = tmp_path / "j.json"
     proc = ok(
-        run_cli("-d", "-w", "-r", "-N", "5", "-s", "10k", "-b", "4k", str(layout_root),
-                "--json", str(out))
+        run_cli("-d", "-w", "-r", "--lat", "--latpercent", "-N", "5", "-s", "10k", "-b", "4k",
+                str(layout_root), "--json", str(out))
     )  # fmt: skip
     assert tree(layout_root) == layout_tree(
         ["r0", "r0/d0"], [f"r0/d0/r0-f{j}" for j in range(5)], 10240

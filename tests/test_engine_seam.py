@@ -53,7 +53,7 @@ class MemoryEngine:
         self.calls: list[str] = []
         self.opened: list[MemoryTargets] = []
 
-    def probe(self, path: str) -> Probe:
+    def probe(self, path: str, opening: bool = True) -> Probe:
         self.calls.append("probe")
         if path.endswith("/"):
             raise ConfigError(f"{path}: not an object name")

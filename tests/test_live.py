@@ -240,7 +240,7 @@ def test_pipe_gets_only_the_table(tmp_path: Path, cached_file: Path) -> None:
     assert got.tty == ""  # nor does it move to stderr because that one is a terminal
     # Exactly the table the run's results make, byte for byte.
     result = load_run(str(out))
-    assert got.stdout == render_table(result.phases, pertarget=False)
+    assert got.stdout == render_table(result.phases)
     assert_table_blocks(got.stdout, ["WRITE", "READ"])
 
 

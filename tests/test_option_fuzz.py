@@ -35,8 +35,18 @@ EXIT_CODES = {0, 1, 2, 130, 143}
 # A valid line here moves at most a few MiB with blocks of 1 MiB at most; far below this.
 MAX_RSS = 1536 << 20
 # Left out, with the reason: --mpi starts MPI inside the test process (tests/test_mpi.py
-# runs it under mpirun); --dropcache as root empties the page cache of the whole machine.
-EXCLUDED = {"--mpi": "starts MPI in this process", "--dropcache": "drops the machine's cache"}
+# runs it under mpirun); --dropcache as root empties the page cache of the whole machine;
+# --hosts/--hostsfile replace the process with mpirun (tests/test_hosts.py runs them);
+# --install-completion writes the user's shell start-up files (tests/test_completion.py
+# runs both completion options with a HOME of their own).
+EXCLUDED = {
+    "--mpi": "starts MPI in this process",
+    "--dropcache": "drops the machine's cache",
+    "--hosts": "replaces this process with mpirun",
+    "--hostsfile": "replaces this process with mpirun",
+    "--install-completion": "writes the shell start-up files of the user running the tests",
+    "--show-completion": "a shell script for the user's shell, not a run",
+}
 
 INTS = ["0", "1", "2", "-1", "3", str(2**31), str(2**63), str(10**20), "abc", "", "4KB", "0x10"]
 SIZES = [

@@ -27,7 +27,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.engine import Job, NullEngine, RawBatch
 from aiobench.kinds import READ
 from aiobench.phases import run_phase
-from aiobench.render.table import phase_text, render_table, target_block
+from aiobench.render.table import TableOptions, phase_text, render_table, target_block
 from aiobench.results import PhaseResult, TargetTotals, Totals, target_report
 from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout
@@ -89,12 +89,14 @@ def assert_valid(validator: Draft202012Validator, doc: Doc) -> None:
 
 
 def run_json(
-    run_cli: RunCli, validator: Draft202012Validator, cwd: Path, *args: str
+    run_cli: RunCli, validator: Draft202012Validator, cwd: Path, *args: str, block: bool = True
 ) -> tuple[Doc, str]:
-    """Run the CLI with ``--json FILE``; the schema-checked document and the table text."""
+    """Run the CLI with ``--json FILE`` (and ``--pertarget`` unless not ``block``); the
+    schema-checked document and the table text."""
     out = cwd / "result.json"
     out.unlink(missing_ok=True)
-    proc = run_cli(*args, "--nolive", "--json", str(out), cwd=str(cwd))
+    shown = ["--pertarget"] if block else []
+    proc = run_cli(*args, *shown, "--nolive", "--json", str(out), cwd=str(cwd))
     assert proc.returncode == 0, proc.stderr
     doc: Doc = json.loads(out.read_text(encoding="utf-8"))
     assert_valid(validator, doc)
@@ -147,7 +149,7 @@ def check_summary(phase: Doc) -> None:
 def block_lines(table: str, phase: str) -> list[str]:
     """The lines of ``phase``'s per-target block in a table ('' lines if there is none)."""
     lines = table.splitlines()
-    title = f"{phase:<11} {BLOCK_ROW_TITLE:<17}:"
+    title = f" {phase:<10} {BLOCK_ROW_TITLE:<17}:"
     starts = [i for i, line in enumerate(lines) if line.startswith(title)]
     assert len(starts) <= 1, table
     if not starts:
@@ -305,7 +307,7 @@ def test_target_block_golden_text() -> None:
     c = target(2)  # no work
     phase = phase_of("WRITE", (a, b, c))
     expected = (
-        "WRITE       per target       :      MiB/s       IOPS    Elapsed  Target\n"
+        " WRITE      per target       :      MiB/s       IOPS    Elapsed  Target\n"
         "            Min              :         62       1000     1.000s  #1 p1\n"
         "            Max              :        125       2000      500ms  #0 p0\n"
         "            Average          :         93       1500\n"
@@ -316,10 +318,10 @@ def test_target_block_golden_text() -> None:
         "---\n"
     )
     assert target_block(phase) == expected
-    assert phase_text(phase, True).endswith(expected)
-    assert BLOCK_ROW_TITLE not in phase_text(phase, False)
-    assert render_table([phase], pertarget=True).count(expected) == 1
-    assert BLOCK_ROW_TITLE not in render_table([phase], pertarget=False)
+    assert phase_text(phase, TableOptions(pertarget=True)).endswith(expected)
+    assert BLOCK_ROW_TITLE not in phase_text(phase)
+    assert render_table([phase], TableOptions(pertarget=True)).count(expected) == 1
+    assert BLOCK_ROW_TITLE not in render_table([phase])
 
 
 @pytest.mark.parametrize(
@@ -340,7 +342,7 @@ def test_target_block_columns_follow_the_counts(
     text = target_block(phase_of(name, (t0, t1)))
     header, *rows = text.splitlines()
     assert header == (
-        f"{name:<11} {BLOCK_ROW_TITLE:<17}:"
+        f" {name:<10} {BLOCK_ROW_TITLE:<17}:"
         + "".join(f" {title:>10}" for title in titles)
         + f"  {'Elapsed':>9}  Target"
     )
@@ -359,10 +361,48 @@ def test_target_block_columns_follow_the_counts(
     assert rows[-1] == "---"
 
 
+def mib_targets(*mib: int) -> tuple[TargetTotals, ...]:
+    """Targets that moved ``mib[i]`` MiB in one second each."""
+    return tuple(
+        target(i, ops=m, nbytes=m * MIB, elapsed_ns=1_000_000_000) for i, m in enumerate(mib)
+    )
+
+
+def test_slow_target_hint_only_past_ten_percent_below_the_average() -> None:
+    # 100, 100, 85: average 95, 85 is 10.5 % below it.
+    phase = phase_of("WRITE", mib_targets(100, 100, 85))
+    hint = (
+        "            Slowest target   : #2 p2 85 MiB/s, 10.5 % below the average of 95 MiB/s "
+        "(--pertarget lists every target)\n"
+    )
+    text = phase_text(phase)
+    assert text.endswith(hint + "---\n")
+    assert BLOCK_ROW_TITLE not in text
+    # 100, 100, 90: average 96, 90 is 6.9 % below it.
+    assert "Slowest target" not in phase_text(phase_of("WRITE", mib_targets(100, 100, 90)))
+    # --pertarget: the block instead; --nopertarget: neither.
+    shown = phase_text(phase, TableOptions(pertarget=True))
+    assert "Slowest target" not in shown and BLOCK_ROW_TITLE in shown
+    assert phase_text(phase, TableOptions(pertarget=False)) == text.replace(hint, "")
+    # One target (or one that worked) is compared with nothing.
+    assert "Slowest target" not in phase_text(phase_of("WRITE", mib_targets(100)))
+    lonely = (*mib_targets(100), target(1))
+    assert "Slowest target" not in phase_text(phase_of("WRITE", lonely))
+
+
+def test_slow_target_hint_in_dir_mode_names_entries() -> None:
+    targets = (
+        target(0, entries=100, elapsed_ns=1_000_000_000),
+        target(1, entries=50, elapsed_ns=1_000_000_000),
+    )
+    text = phase_text(phase_of("STAT", targets))
+    assert "Slowest target   : #1 p1 50 Files/s, 33.3 % below the average of 75 Files/s" in text
+
+
 def test_target_block_is_empty_when_no_target_had_work() -> None:
     phase = phase_of("READ", (target(0), target(1)))
     assert target_block(phase) == ""
-    assert phase_text(phase, True) == phase_text(phase, False)
+    assert phase_text(phase, TableOptions(pertarget=True)) == phase_text(phase)
 
 
 # --- 2. exact accounting through the real CLI ----------------------------------------------
@@ -498,8 +538,8 @@ def test_single_path_has_one_target_equal_to_the_phase(
     else:
         (tmp_path / "only").mkdir()
         args = ["-d", "-w", "-F", "-D", "-t", "2", "-n", "2", "-N", "3", "-s", "4k", "only"]
-    doc, table = run_json(run_cli, validator, tmp_path, *args)
-    assert BLOCK_ROW_TITLE not in table  # off by default with one PATH
+    doc, table = run_json(run_cli, validator, tmp_path, *args, block=False)
+    assert BLOCK_ROW_TITLE not in table  # off by default
     for phase in doc["phases"]:
         per, last = phase["per_target"], phase["last_done"]
         (only,) = per["targets"]
@@ -510,7 +550,7 @@ def test_single_path_has_one_target_equal_to_the_phase(
         rates = {k: last[k] for k in RATE_KEYS}
         assert per["average"] == per["aggregate"] == rates
         check_summary(phase)
-    doc2, table2 = run_json(run_cli, validator, tmp_path, *args, "--pertarget")
+    doc2, table2 = run_json(run_cli, validator, tmp_path, *args)
     for phase in doc2["phases"]:
         check_text_block(table2, phase)
 
@@ -518,7 +558,7 @@ def test_single_path_has_one_target_equal_to_the_phase(
 @pytest.mark.parametrize(
     ("paths", "option", "shown"),
     [
-        (2, None, True),
+        (2, None, False),
         (2, "--pertarget", True),
         (2, "--nopertarget", False),
         (1, None, False),
@@ -536,7 +576,7 @@ def test_table_block_toggle_and_show_roundtrip(
     names = ["a", "b"][:paths]
     extra = [option] if option else []
     doc, table = run_json(
-        run_cli, validator, tmp_path, "-w", "-b", "4k", "-s", "8k", *extra, *names
+        run_cli, validator, tmp_path, "-w", "-b", "4k", "-s", "8k", *extra, *names, block=False
     )
     (phase,) = doc["phases"]
     assert len(phase["per_target"]["targets"]) == paths  # JSON has it either way
@@ -548,6 +588,11 @@ def test_table_block_toggle_and_show_roundtrip(
         # the block comes right after the phase block and ends with its own separator
         assert f"---\n{lines[0]}\n" in table
         assert table.endswith("---\n")
+        # Only the phase's own block starts a line with its name (scripts grep ^WRITE).
+        assert [line for line in table.splitlines() if line.startswith("WRITE")] == [
+            table.splitlines()[2]
+        ]
+        assert table.splitlines()[2].startswith("WRITE       Elapsed time")
     shown_again = run_cli("show", str(tmp_path / "result.json"))
     assert shown_again.returncode == 0, shown_again.stderr
     assert shown_again.stdout == table
@@ -783,7 +828,22 @@ def test_throttled_loop_device_is_named_min(
     # aiobench's I/O went through the throttled cgroup
     assert loops.service_bytes("Write") >= PER_DEVICE
     assert loops.service_bytes("Read") >= PER_DEVICE
-    table = bench.stdout
+    # Without --pertarget the table names the slow device in one line under each phase;
+    # `show --pertarget` gives the whole block.
+    hints = [line for line in bench.stdout.splitlines() if "Slowest target" in line]
+    assert len(hints) == 2, bench.stdout
+    for hint in hints:
+        assert hint.startswith(f"{'':<11} {'Slowest target':<17}: #{loops.slow} {slow_dev} ")
+        assert "--pertarget" in hint
+    assert BLOCK_ROW_TITLE not in bench.stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "aiobench", "show", "--pertarget", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    table = shown.stdout
     assert [p["phase"] for p in doc["phases"]] == ["WRITE", "READ"]
     for phase in doc["phases"]:
         per = phase["per_target"]

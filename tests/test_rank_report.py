@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.render.csv import RESULT_HEADER, result_row
 from aiobench.render.json import dumps, phase_dict, result_dict
 from aiobench.render.table import (
+    TableOptions,
     host_block,
     phase_block,
     phase_text,
@@ -45,7 +46,7 @@ Doc = dict[str, Any]
 RANKS = [(0, "nodeA", 1000, 500 * MS), (1, "nodeA", 1000, 2000 * MS), (2, "nodeB", 1000, 400 * MS)]
 
 RANK_BLOCK = (
-    "WRITE       per rank         :      MiB/s       IOPS    Elapsed  Rank\n"
+    " WRITE      per rank         :      MiB/s       IOPS    Elapsed  Rank\n"
     "            Min              :         31        500     2.000s  rank 1 nodeA\n"
     "            Max              :        156       2500      400ms  rank 2 nodeB\n"
     "            Average          :        104       1666\n"
@@ -56,7 +57,7 @@ RANK_BLOCK = (
     "---\n"
 )
 HOST_BLOCK = (
-    "WRITE       per host         :      MiB/s       IOPS    Elapsed  Host\n"
+    " WRITE      per host         :      MiB/s       IOPS    Elapsed  Host\n"
     "            Min              :         62       1000     2.000s  nodeA\n"
     "            Max              :        156       2500      400ms  nodeB\n"
     "            Average          :        109       1750\n"
@@ -162,9 +163,10 @@ def test_rank_and_host_blocks_golden_text() -> None:
     assert rank_block(phase) == RANK_BLOCK
     assert host_block(phase) == HOST_BLOCK
     # After the phase block (and the per-target block when asked for): ranks, then hosts.
-    assert phase_text(phase, False) == phase_block(phase) + RANK_BLOCK + HOST_BLOCK
-    with_targets = phase_block(phase) + target_block(phase) + RANK_BLOCK + HOST_BLOCK
-    assert phase_text(phase, True) == with_targets
+    off = TableOptions(pertarget=False)
+    assert phase_text(phase, off) == phase_block(phase, off) + RANK_BLOCK + HOST_BLOCK
+    with_targets = phase_block(phase, off) + target_block(phase) + RANK_BLOCK + HOST_BLOCK
+    assert phase_text(phase, TableOptions(pertarget=True)) == with_targets
     assert "per target" in target_block(phase)
 
 
@@ -203,7 +205,7 @@ def test_one_host_leaves_out_the_host_block() -> None:
     phase = mpi_phase(one_host)
     assert len(phase.hosts) == 1
     assert host_block(phase) != ""  # it could be shown; phase_text leaves it out
-    text = phase_text(phase, False)
+    text = phase_text(phase)
     assert text == phase_block(phase) + rank_block(phase)
     assert "per rank" in text and "per host" not in text
     assert rows_of(rank_block(phase))["Min"][-3:] == ["rank", "1", "nodeA"]
@@ -213,10 +215,11 @@ def test_one_host_leaves_out_the_host_block() -> None:
 def test_without_mpi_there_is_no_rank_or_host_block(pertarget: bool) -> None:
     phase = mpi_phase(None)
     assert phase.ranks == () and phase.hosts == ()
-    text = phase_text(phase, pertarget)
-    assert text == phase_block(phase) + (target_block(phase) if pertarget else "")
+    options = TableOptions(pertarget=pertarget)
+    text = phase_text(phase, options)
+    assert text == phase_block(phase, options) + (target_block(phase) if pertarget else "")
     assert rank_block(phase) == host_block(phase) == ""
-    table = render_table([phase], pertarget=pertarget)
+    table = render_table([phase], options)
     assert "per rank" not in table and "per host" not in table
 
 
@@ -363,9 +366,11 @@ def test_saved_run_gives_back_the_same_table(
     assert phase.ranks == run.phases[0].ranks
     assert phase.hosts == run.phases[0].hosts
     for pertarget in (False, True):
-        table = render_table(run.phases, pertarget=pertarget)
-        assert render_table(loaded.phases, pertarget=pertarget) == table
-    expected = render_table(run.phases, pertarget=True)  # two paths: shown by default
+        table = render_table(run.phases, TableOptions(pertarget=pertarget))
+        assert render_table(loaded.phases, TableOptions(pertarget=pertarget)) == table
+    # The example document comes from an aiobench before --lat, which always showed the
+    # latency rows, and the per-target block with two paths: `show` shows them likewise.
+    expected = render_table(run.phases, TableOptions(lat=True, latpercent=True, pertarget=True))
     assert expected.count(RANK_BLOCK) == expected.count(HOST_BLOCK) == 1
     code, out, err = call(capsys, "show", str(path))
     assert (code, err) == (0, "")

@@ -40,7 +40,8 @@ def test_each_thread_moves_its_limit_within_3_percent(
     out = tmp_path / "r.json"
     option = "--limitread" if mode == "-r" else "--limitwrite"
     proc = run_cli(
-        mode, "-b", "64k", "-s", "64m", "-t", "2", option, "20m", "--timelimit", "2",
+        mode, "-b", "64k", "-s", "64m", "-t", "2", option, "20m", "--timelimit", "2", "--lat",
+        "--latpercent",
         str(target), "--json", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -68,7 +69,7 @@ def test_a_stalled_target_shows_in_sched_latency_not_in_service_latency(
     mnt = ext4_loop.setup(256 * MIB)
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "aiobench", "-w", "-b", "4k", "-s", "64m"]
-    cmd += ["--limitwrite", "4m", "--timelimit", "3", "--nolive", str(mnt / "f")]
+    cmd += ["--limitwrite", "4m", "--timelimit", "3", "--lat", "--nolive", str(mnt / "f")]
     proc = subprocess.Popen([*cmd, "--json", str(out)], stdout=subprocess.PIPE, text=True)
     try:
         time.sleep(1.5)

@@ -208,7 +208,7 @@ def appended(tmp_path_factory: pytest.TempPathFactory) -> Appended:
     (work / "res.txt").write_text(KEPT, encoding="utf-8")
     (work / "res.csv").touch()
     first = ("-w", "-r", "-t", "2", "-b", "64k", "-s", "1m", "f1", "f2", "--label", LABEL)
-    second = ("-w", "-r", "--rand", "-b", "64k", "-s", "2m", "f1", "f2")
+    second = ("-w", "-r", "--rand", "-b", "64k", "-s", "2m", "--pertarget", "--lat", "f1", "f2")
     runs = []
     for n, args in enumerate((first, second), start=1):
         full = (*args, *RESULT_FILES, "--json", f"run{n}.json")
@@ -420,8 +420,9 @@ def test_resfile_has_date_label_command_and_the_table(appended: Appended) -> Non
         expected += run.stdout
     assert text == expected
     assert text.count("LABEL: ") == 1 and f"LABEL: {LABEL}\n" in text
-    # The table as stdout had it, per-target blocks included (2 PATHs).
-    assert all(" per target " in run.stdout for run in appended.runs)
+    # The table as stdout had it, per-target blocks and latency rows included where asked.
+    assert [" per target " in run.stdout for run in appended.runs] == [False, True]
+    assert ["IO latency" in run.stdout for run in appended.runs] == [False, True]
     assert all(run.stdout.startswith("OPERATION   RESULT TYPE") for run in appended.runs)
 
 

@@ -156,7 +156,8 @@ def test_table_csv_and_show_carry_write_read_and_total(tmp_path: Path, run_cli: 
     target.write_bytes(b"\2" * 2048 * BLOCK)
     saved, table = tmp_path / "run.json", tmp_path / "run.csv"
     proc = run_cli(
-        "-w", "-r", "--rwmixpct", "30", "-b", "4k", "-t", "2", "--nolive", str(target),
+        "-w", "-r", "--rwmixpct", "30", "-b", "4k", "-t", "2", "--lat", "--latpercent", "--nolive",
+        str(target),
         "--json", str(saved), "--csvfile", str(table),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

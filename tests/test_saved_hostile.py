@@ -31,7 +31,7 @@ from aiobench.errors import ConfigError
 from aiobench.infile import read_regular_file
 from aiobench.render.compare import render_compare
 from aiobench.render.live import progress_text
-from aiobench.render.table import render_table
+from aiobench.render.table import TableOptions, render_table
 from aiobench.results import Progress
 from aiobench.saved import MAX_DOCUMENT_BYTES, load_run
 from tests.conftest import call_main, errors_of, run_aiobench
@@ -586,7 +586,7 @@ def test_phase_names_are_escaped_by_the_renderers() -> None:
     hostile = "\x1b[2JWRITE"
     phases = [dataclasses.replace(p, name=hostile) for p in run.phases]
     run = dataclasses.replace(run, phases=phases)
-    table = render_table(run.phases, pertarget=True)
+    table = render_table(run.phases, TableOptions(pertarget=True))
     assert table.count("\\x1b[2JWRITE") >= 2 * len(phases) and ESC not in table
     compared = render_compare(run, run, "a.json", "b.json")
     assert "\\x1b[2JWRITE" in compared and ESC not in compared

@@ -59,7 +59,7 @@ def without_target_blocks(table: str) -> str:
     """The table with every ``<PHASE> per target`` block (up to its ``---``) taken out."""
     out, skipping = [], False
     for line in table.splitlines(keepends=True):
-        if re.match(r"\S+ +per target +:", line):
+        if re.match(r" \S+ +per target +:", line):
             skipping = True
         if not skipping:
             out.append(line)
@@ -69,7 +69,7 @@ def without_target_blocks(table: str) -> str:
 
 
 def target_block_phases(table: str) -> list[str]:
-    return re.findall(r"^(\S+) +per target +:", table, flags=re.MULTILINE)
+    return re.findall(r"^ (\S+) +per target +:", table, flags=re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class CompareRow:
     a: str
     b: str
     ratio: str
+    verdict: str
     note: str
 
 
@@ -88,17 +89,19 @@ METRICS = (
 )  # fmt: skip
 _ROW = re.compile(
     rf"(?P<phase>\S+) +(?P<metric>{'|'.join(map(re.escape, METRICS))}) +(?P<a>\S+) +"
-    r"(?P<b>\S+) +(?P<ratio>\S+)(?:  (?P<note>.+))?"
+    r"(?P<b>\S+) +(?P<ratio>\S+)  (?P<verdict>better|worse|same) *(?:  (?P<note>.+))?"
 )
 
 
 def compare_rows(text: str) -> list[CompareRow]:
-    """The metric rows of ``compare`` output: every line below the ``====`` rule."""
+    """The metric rows of ``compare`` output: the lines below the ``====`` rule, up to the
+    blank line before the noise note (if any)."""
     lines = text.splitlines()
     rule = next(i for i, line in enumerate(lines) if line and set(line) == {"="})
-    assert lines[rule - 1].split() == ["PHASE", "METRIC", "A", "B", "B/A", "NOTE"]
+    assert lines[rule - 1].split() == ["PHASE", "METRIC", "A", "B", "B/A", "B", "IS", "NOTE"]
+    end = lines.index("", rule) if "" in lines[rule:] else len(lines)
     rows = []
-    for line in lines[rule + 1 :]:
+    for line in lines[rule + 1 : end]:
         match = _ROW.fullmatch(line)
         assert match is not None, line
         rows.append(CompareRow(**{k: v or "" for k, v in match.groupdict().items()}))
@@ -137,10 +140,13 @@ class Saved:
 
 RUNS = {
     "single": ("-w", "-r", "-b", "64k", "-s", "1m", "one"),
-    "three": ("-w", "-r", "-b", "64k", "-s", "1m", "t1", "t2", "t3"),
+    "three": ("-w", "-r", "-b", "64k", "-s", "1m", "--pertarget", "t1", "t2", "t3"),
+    "lat": ("-w", "-r", "-s", "1m", "--lat", "--latpercent9s", "1", "--lathisto", "--cpu", "l"),
     "nopertarget": ("-w", "-r", "-b", "64k", "-s", "1m", "--nopertarget", "t1", "t2", "t3"),
-    "dir": ("-d", "-w", "-r", "-F", "-D", "-n", "2", "-N", "3", "-s", "4k", "d1", "d2"),
-}
+    "dir": (
+        "-d", "-w", "-r", "-F", "-D", "-n", "2", "-N", "3", "-s", "4k", "--pertarget", "d1", "d2",
+    ),
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +168,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Saved]:
 
 @pytest.mark.parametrize(
     ("name", "per_target"),
-    [("single", False), ("three", True), ("nopertarget", False), ("dir", True)],
+    [("single", False), ("three", True), ("nopertarget", False), ("dir", True), ("lat", False)],
 )
 def test_show_reproduces_the_table_byte_for_byte(
     saved: dict[str, Saved], name: str, per_target: bool
@@ -234,10 +240,17 @@ def test_compare_a_run_with_itself_is_one(saved: dict[str, Saved]) -> None:
     ]
     assert {r.ratio for r in rows} == {f"1.00{TIMES}"}
     assert all(r.a == r.b for r in rows)
-    # A 1 MiB run has one (partial) interval: too few to know its noise.
+    assert {r.verdict for r in rows} == {"same"}
+    # A 1 MiB run has one (partial) interval: too few to know its noise; each line says
+    # how many each run has, and a note under the table why and what to do.
     for r in rows:
-        expected = "" if r.metric.startswith("Elapsed") else "noise unknown"
+        expected = "" if r.metric.startswith("Elapsed") else "noise unknown: A has 1 full "
         assert r.note.startswith(expected) and (expected or r.note == ""), r
+    assert out.endswith(
+        "\n\nNoise unknown: a run's noise is the spread of a metric over its full --liveint "
+        "intervals, and 3 are needed to measure it.\n"
+        "Run again with a shorter --liveint (A used 2000 ms, B 2000 ms) or for longer.\n"
+    )
 
 
 def test_compare_two_runs_gives_the_ratios_of_their_documents(saved: dict[str, Saved]) -> None:
@@ -254,6 +267,10 @@ def test_compare_two_runs_gives_the_ratios_of_their_documents(saved: dict[str, S
             metric_value(phases_b[r.phase], r.metric),
         )
         assert r.ratio == ratio(va, vb), r
+        # Higher rates are better; lower elapsed time and latency.
+        lower_is_better = r.metric.startswith(("Elapsed", "IO latency"))
+        if r.ratio != ratio(1, 1):
+            assert r.verdict == ("better" if (vb > va) != lower_is_better else "worse"), r
         if r.metric == "IOPS":
             assert (r.a, r.b) == (str(int(va)), str(int(vb)))
 

@@ -12,12 +12,11 @@ import typer
 
 from aiobench import streams
 from aiobench.check.plan import DEFAULT_BUDGET_S, MAX_BUDGET_S, MIN_BUDGET_S
-from aiobench.check.render import dumps_check, render_check, render_markdown
-from aiobench.check.run import run_check
 from aiobench.errors import EXIT_IO_ERROR, ConfigError
-from aiobench.outputs import reason
-from aiobench.render.export import checked_export, write_export
 from aiobench.text import printable
+
+# The run and its renderers are imported by the command itself: `aiobench --help` loads
+# this module, and must start fast (scripts/bench --section startup).
 
 
 def check(
@@ -42,6 +41,11 @@ def check(
     """A one-command sanity check of DIR: sequential 1 MiB and random 4 KiB reads and
     writes at deep and shallow queues, and metadata, sized to --budget; everything it
     creates is removed."""
+    from aiobench.check.render import dumps_check, render_check, render_markdown
+    from aiobench.check.run import run_check
+    from aiobench.outputs import reason
+    from aiobench.render.export import checked_export, write_export
+
     if not MIN_BUDGET_S <= budget <= MAX_BUDGET_S:
         raise ConfigError(
             f"--budget: between {MIN_BUDGET_S} and {MAX_BUDGET_S} seconds (got {budget})"

@@ -4,10 +4,12 @@ A run's own noise is how much its interval rates (or interval latencies) spread:
 coefficient of variation over its full-length intervals. When the change from A to B is
 no larger than the noisier run's spread, the table says it is within noise, since a rerun
 of either could differ that much. With fewer than three full intervals the noise is
-unknown and the table says so (a shorter ``--liveint`` gives more intervals).
-``--fail-below`` gates on the error of the runs' mean rates instead (:func:`change_margin`):
-a whole run's mean is known far better than one interval's value. File names,
-labels, commands and phase names are shown through :func:`~aiobench.text.printable`.
+unknown: the line says how many each run has, and a note under the table how to get more
+(a shorter ``--liveint``). ``--fail-below`` gates on the error of the runs' mean rates
+instead (:func:`change_margin`): a whole run's mean is known far better than one
+interval's value. The ``B IS`` column says whether B is better or worse than A: higher is
+better for rates, lower for elapsed time and latency. File names, labels, commands and
+phase names are shown through :func:`~aiobench.text.printable`.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class _Metric:
     value: Callable[[PhaseResult], float]
     per_interval: Callable[[IntervalStats], float] | None
     show: Callable[[float], str]
-    rate: bool = False  # higher is better: what --fail-below gates
+    rate: bool = False  # a rate: higher is better, and --fail-below gates it
 
 
 def _metrics(phase: PhaseResult) -> list[_Metric]:
@@ -90,15 +92,20 @@ def _latency_metric(point: int) -> _Metric:
     return _Metric(f"IO latency p{point}", whole, interval, format_latency)
 
 
+def _full_values(phase: PhaseResult, per_interval: Callable[[IntervalStats], float]) -> list[float]:
+    """A metric in each of the phase's full-length intervals that has a sample."""
+    if not phase.intervals:
+        return []
+    length = phase.intervals[0].end_ns - phase.intervals[0].start_ns
+    values = [per_interval(iv) for iv in phase.intervals if iv.end_ns - iv.start_ns == length]
+    return [v for v in values if not math.isnan(v)]  # intervals without a sample
+
+
 def interval_values(
     phase: PhaseResult, per_interval: Callable[[IntervalStats], float]
 ) -> list[float] | None:
     """A metric over the phase's full-length intervals; None with fewer than three."""
-    if not phase.intervals:
-        return None
-    length = phase.intervals[0].end_ns - phase.intervals[0].start_ns
-    values = [per_interval(iv) for iv in phase.intervals if iv.end_ns - iv.start_ns == length]
-    values = [v for v in values if not math.isnan(v)]  # intervals without a sample
+    values = _full_values(phase, per_interval)
     return values if len(values) >= MIN_INTERVALS else None
 
 
@@ -163,8 +170,26 @@ class Line:
     a: str
     b: str
     ratio: str
+    verdict: str  # B is "better", "worse" or the "same"
     note: str
     failed: bool = False
+    noise_unknown: bool = False
+
+
+def verdict(metric: _Metric, va: float, vb: float) -> str:
+    """``better``, ``worse`` or ``same`` (equal at the ratio's two decimals) for B."""
+    if not va or f"{vb / va:.2f}" == "1.00":
+        return "same" if va or not vb else ("better" if metric.rate else "worse")
+    return "better" if (vb > va) == metric.rate else "worse"
+
+
+def _interval_count(count: int) -> str:
+    return f"{count} full interval{'' if count == 1 else 's'}"
+
+
+def _live_interval(run: RunResult | Compared) -> str:
+    value = run.meta.get("live_interval_ms")
+    return f"{value} ms" if isinstance(value, int) else "unknown"
 
 
 def _gate(drop: float, fail_below: float, margin: float | None) -> tuple[bool, str]:
@@ -196,11 +221,16 @@ def compare_lines(
         for metric in _metrics(pa):
             va, vb = metric.value(pa), metric.value(pb)
             ratio = f"{vb / va:.2f}{TIMES}" if va else "-"
-            note, failed = "", False
+            note, failed, unknown = "", False, False
             if metric.per_interval is not None and va:
                 spreads = [interval_noise(p, metric.per_interval) for p in (pa, pb)]
                 if None in spreads:
-                    note = f"noise unknown (fewer than {MIN_INTERVALS} full intervals)"
+                    counts = [len(_full_values(p, metric.per_interval)) for p in (pa, pb)]
+                    note = (
+                        f"noise unknown: A has {_interval_count(counts[0])}, B "
+                        f"{counts[1]}; {MIN_INTERVALS} needed"
+                    )
+                    unknown = True
                 else:
                     noise = max(n for n in spreads if n is not None)
                     if abs(vb / va - 1) <= noise:
@@ -216,8 +246,10 @@ def compare_lines(
                     a=metric.show(va),
                     b=metric.show(vb),
                     ratio=ratio,
+                    verdict=verdict(metric, va, vb),
                     note=note,
                     failed=failed,
+                    noise_unknown=unknown,
                 )
             )
     return lines
@@ -245,13 +277,21 @@ def render_compare(
     ]
     compared = compare_lines(a, b, fail_below)
     width = max([11, *(len(line.phase) for line in compared)])
-    header = f"{'PHASE':<{width}} {'METRIC':<20} {'A':>12} {'B':>12} {'B/A':>8}  NOTE"
+    header = f"{'PHASE':<{width}} {'METRIC':<20} {'A':>12} {'B':>12} {'B/A':>8}  {'B IS':<6}  NOTE"
     lines += [header, "=" * len(header)]
     for line in compared:
         lines.append(
             f"{line.phase:<{width}} {line.metric:<20} {line.a:>12} {line.b:>12} "
-            f"{line.ratio:>8}  {line.note}".rstrip()
+            f"{line.ratio:>8}  {line.verdict:<6}  {line.note}".rstrip()
         )
+    if any(line.noise_unknown for line in compared):
+        lines += [
+            "",
+            "Noise unknown: a run's noise is the spread of a metric over its full --liveint "
+            f"intervals, and {MIN_INTERVALS} are needed to measure it.",
+            f"Run again with a shorter --liveint (A used {_live_interval(a)}, B "
+            f"{_live_interval(b)}) or for longer.",
+        ]
     if fail_below is not None:
         lines += ["", _verdict(compared, fail_below)]
     return "\n".join(lines) + "\n"
@@ -273,12 +313,12 @@ def render_compare_markdown(
     lines = [
         f"### aiobench compare: {_cell(name_b)} against {_cell(name_a)}",
         "",
-        "| phase | metric | A | B | B/A | note |",
-        "|---|---|---:|---:|---:|---|",
+        "| phase | metric | A | B | B/A | B is | note |",
+        "|---|---|---:|---:|---:|---|---|",
     ]
     for line in compared:
         note = f"**{line.note}**" if line.failed else line.note
-        cells = [line.phase, line.metric, line.a, line.b, line.ratio]
+        cells = [line.phase, line.metric, line.a, line.b, line.ratio, line.verdict]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {_cell(note)} |")
     if fail_below is not None:
         lines += ["", _cell(_verdict(compared, fail_below))]

@@ -31,7 +31,25 @@ MIN_NINES = 5
 DIR_PHASES = ("MKDIRS", "RMDIRS")
 # Long command lines would push the title past the figure edge.
 TITLE_MAX_CHARS = 110
-MISSING_MATPLOTLIB = "plot needs matplotlib: pip install 'aiobench[plot]'"
+# aiobench is not on a package index: the extra is installed from the source checkout.
+MISSING_MATPLOTLIB = (
+    "plot needs matplotlib: python3 -m pip install matplotlib "
+    "(or, in the aiobench source directory, python3 -m pip install '.[plot]')"
+)
+
+
+def latency_kind(phase: dict[str, Any]) -> str:
+    """``io`` when the phase has IO latency, else ``entries`` (dir mode: a create, stat or
+    unlink without data has only the latency per entry)."""
+    latency = phase.get("latency") or {}
+    io, entries = latency.get("io") or {}, latency.get("entries") or {}
+    return "entries" if not io.get("count") and entries.get("count") else "io"
+
+
+def _latency_label(phase: dict[str, Any], name: str) -> str:
+    if latency_kind(phase) == "io":
+        return name
+    return f"{name} ({'dirs' if phase.get('phase') in DIR_PHASES else 'files'})"
 
 
 class _Series(NamedTuple):
@@ -186,16 +204,19 @@ def _throughput_panel(
 def _interval_latency_panel(
     ax: Axes, phases: Sequence[dict[str, Any]], names: Sequence[str], colors: Sequence[str]
 ) -> None:
-    ax.set_title("IO latency per interval (p50 solid, p99 dashed)", fontsize="medium")
+    ax.set_title(
+        "Latency per interval: IO, else per entry (p50 solid, p99 dashed)", fontsize="medium"
+    )
     ax.set_xlabel("time since phase start (s)")
     # One legend entry per phase (its p50 line); the title tells the two styles apart.
     legend: dict[str, Any] = {}
     for phase, name, color in zip(phases, names, colors, strict=True):
+        kind, name = latency_kind(phase), _latency_label(phase, name)
         for point, style in (("50", "-"), ("99", "--")):
             x: list[float] = []
             y: list[float] = []
             for iv in phase.get("intervals") or []:
-                lat = (iv.get("latency") or {}).get("io") or {}
+                lat = (iv.get("latency") or {}).get(kind) or {}
                 value = (lat.get("percentiles_ns") or {}).get(point, 0)
                 if lat.get("count", 0) and value > 0:
                     x.append(_seconds(iv))
@@ -233,13 +254,15 @@ def _spectrum_panel(
 ) -> None:
     from matplotlib.ticker import NullLocator
 
-    ax.set_title("IO latency by percentile (whole phase)", fontsize="medium")
+    ax.set_title("Latency by percentile (whole phase): IO, else per entry", fontsize="medium")
     ax.set_xlabel("percentile")
     widest = 1.0
     for phase, name, color in zip(phases, names, colors, strict=True):
-        encoded = ((phase.get("latency") or {}).get("io") or {}).get("hdr_histogram") or ""
+        lat = (phase.get("latency") or {}).get(latency_kind(phase)) or {}
+        encoded = lat.get("hdr_histogram") or ""
         if not encoded:
             continue
+        name = _latency_label(phase, name)
         x, y = _spectrum(encoded, name)
         if not x:
             continue

@@ -6,14 +6,15 @@ through :func:`~aiobench.text.printable`, so no control character reaches the te
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from aiobench.config import MAX_NINES
 from aiobench.iterations import IterationSummary, summarize
 from aiobench.results import PhaseResult, TargetTotals, target_report
-from aiobench.stats import TABLE_PERCENTILES, LatencySummary
+from aiobench.stats import LatencySummary
 from aiobench.text import printable
-from aiobench.units import MIB, NS_PER_MS, format_elapsed, format_latency, format_us
+from aiobench.units import MIB, NS_PER_MS, NS_PER_US, format_elapsed, format_latency, format_us
 
 HEADER = (
     "OPERATION   RESULT TYPE         FIRST DONE   LAST DONE\n"
@@ -30,16 +31,100 @@ def _wide_row(name: str, text: str) -> str:
     return f"{'':<11} {name:<17}: {text}\n"
 
 
-def latency_rows(prefix: str, lat: LatencySummary) -> str:
-    """``IO latency : [ min=… avg=… max=… ]`` and ``IO lat % us : [ 50%<=… … ]``."""
+# elbencho's percentile points in the "lat % us" row; --latpercent9s N adds 99.9, 99.99, ...
+BASE_PERCENTILES = (1.0, 50.0, 75.0, 99.0)
+# elbencho's histogram buckets: four per power of two of microseconds.
+HISTO_PER_OCTAVE = 4
+# Below this many slow per cent, a target is within what runs of one machine scatter by.
+SLOW_TARGET_PCT = 10
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableOptions:
+    """Which rows the table shows beyond elbencho's default ones (its flags, same names).
+
+    ``pertarget``: True shows the per-target block, None (not given) only the one-line
+    hint under a phase whose slowest target is over 10 % below the average, False neither.
+    """
+
+    lat: bool = False
+    latpercent: bool = False
+    latpercent9s: int = 0
+    lathisto: bool = False
+    cpu: bool = False
+    pertarget: bool | None = None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, object]) -> TableOptions:
+        """The options a run's config (``meta.config`` of a saved run) asked for.
+
+        A config without ``lat`` comes from an aiobench that always showed the latency and
+        percentile rows and the per-target block with two or more paths: shown likewise.
+        """
+        if "lat" not in config:
+            paths = config.get("paths")
+            pertarget = config.get("pertarget")
+            if not isinstance(pertarget, bool):
+                pertarget = isinstance(paths, list) and len(paths) > 1
+            return cls(lat=True, latpercent=True, pertarget=pertarget)
+        nines = config.get("latpercent9s")
+        pertarget = config.get("pertarget")
+        return cls(
+            lat=config.get("lat") is True,
+            latpercent=config.get("latpercent") is True,
+            latpercent9s=nines if isinstance(nines, int) and 0 <= nines <= MAX_NINES else 0,
+            lathisto=config.get("lathisto") is True,
+            cpu=config.get("cpu") is True,
+            pertarget=pertarget if isinstance(pertarget, bool) else None,
+        )
+
+    @property
+    def percentiles(self) -> tuple[tuple[str, float], ...]:
+        """(label, point) of the percentile row: 1, 50, 75, 99, then a 9 more per nine."""
+        points = [(f"{p:g}", p) for p in BASE_PERCENTILES]
+        for n in range(1, self.latpercent9s + 1):
+            label = "99." + "9" * n
+            points.append((label, float(label)))
+        return tuple(points)
+
+    @property
+    def shows_percentiles(self) -> bool:
+        return self.latpercent or self.latpercent9s > 0
+
+
+DEFAULT_TABLE = TableOptions()
+ALL_LATENCY = TableOptions(lat=True, latpercent=True, lathisto=True, cpu=True)
+
+
+def _histo_label(k: int) -> str:
+    """A histogram bucket's top in us as elbencho prints it (6.7, 8.0, 11, 27554); below
+    1 us two digits, so that neighbouring buckets keep apart (0.71, 0.59)."""
+    top_us = 2 ** (k / HISTO_PER_OCTAVE)
+    return format_us(top_us * NS_PER_US) if top_us >= 1 else f"{top_us:.2g}"
+
+
+def latency_rows(prefix: str, lat: LatencySummary, options: TableOptions = ALL_LATENCY) -> str:
+    """``IO latency : [ min=… avg=… max=… ]`` (``--lat``), ``IO lat % us : [ 1%<=… ]``
+    (``--latpercent``) and ``IO lat hist : [ 54: 135, … ]`` (``--lathisto``)."""
     if lat.count == 0:
         return ""
-    minmax = (
-        f"[ min={format_latency(lat.min_ns)} avg={format_latency(lat.mean_ns)} "
-        f"max={format_latency(lat.max_ns)} ]"
-    )
-    points = " ".join(f"{p:g}%<={format_us(lat.percentiles_ns[p])}" for p in TABLE_PERCENTILES)
-    return _wide_row(f"{prefix} latency", minmax) + _wide_row(f"{prefix} lat % us", f"[ {points} ]")
+    out = ""
+    if options.lat:
+        minmax = (
+            f"[ min={format_latency(lat.min_ns)} avg={format_latency(lat.mean_ns)} "
+            f"max={format_latency(lat.max_ns)} ]"
+        )
+        out += _wide_row(f"{prefix} latency", minmax)
+    if options.shows_percentiles:
+        labels = options.percentiles
+        values = lat.at([p for _, p in labels])
+        points = " ".join(f"{label}%<={format_us(values[p])}" for label, p in labels)
+        out += _wide_row(f"{prefix} lat % us", f"[ {points} ]")
+    if options.lathisto:
+        buckets = lat.log_buckets(HISTO_PER_OCTAVE)
+        cells = ", ".join(f"{_histo_label(k)}: {n}" for k, n in buckets.items())
+        out += _wide_row(f"{prefix} lat hist", f"[ {cells} ]")
+    return out
 
 
 def entry_label(phase: PhaseResult) -> str:
@@ -51,7 +136,11 @@ def _entry_label(name: str) -> str:
     return "Dirs" if name in ("MKDIRS", "RMDIRS") else "Files"
 
 
-def _rwmix_rows(phase: PhaseResult) -> str:
+def _cpu_row(phase: PhaseResult) -> str:
+    return _row("", "CPU util %", phase.first_done.cpu_percent, phase.last_done.cpu_percent)
+
+
+def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
     """elbencho's rows of an --rwmixpct phase: write, read and total apart."""
     first, last = phase.first_done, phase.last_done
     parts = (
@@ -67,14 +156,17 @@ def _rwmix_rows(phase: PhaseResult) -> str:
     out += "".join(
         _row("", f"MiB {name}", a.bytes // MIB, b.bytes // MIB) for name, a, b in parts[:2]
     )
+    if options.cpu:
+        out += _cpu_row(phase)
     for prefix, lat in (("IO wr", phase.write_latency), ("IO rd", phase.read_latency)):
         if lat is not None:
-            out += latency_rows(prefix, lat)
+            out += latency_rows(prefix, lat, options)
     return out
 
 
-def phase_block(phase: PhaseResult) -> str:
-    """One phase; rows without a count behind them are left out, as elbencho does."""
+def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> str:
+    """One phase; rows without a count behind them are left out, as elbencho does, and
+    the CPU and latency rows only where ``options`` ask for them."""
     first, last = phase.first_done, phase.last_done
     entries = entry_label(phase)
     out = _row(
@@ -84,7 +176,8 @@ def phase_block(phase: PhaseResult) -> str:
         format_elapsed(last.elapsed_ns),
     )
     if phase.rwmix_pct is not None:
-        return out + _rwmix_rows(phase) + SEPARATOR
+        out += _rwmix_rows(phase, options)
+        return out + (slow_target_row(phase) if options.pertarget is None else "") + SEPARATOR
     if last.entries:
         out += _row("", f"{entries}/s", first.entries_per_s, last.entries_per_s)
     # In dir mode a file of one block makes IOPS equal to Files/s: shown once.
@@ -95,12 +188,16 @@ def phase_block(phase: PhaseResult) -> str:
         out += _row("", "Total MiB", first.bytes // MIB, last.bytes // MIB)
     if last.entries:
         out += _row("", f"{entries} total", first.entries, last.entries)
+    if options.cpu:
+        out += _cpu_row(phase)
     if phase.entry_latency is not None:
-        out += latency_rows(entries, phase.entry_latency)
-    out += latency_rows("IO", phase.io_latency)
+        out += latency_rows(entries, phase.entry_latency, options)
+    out += latency_rows("IO", phase.io_latency, options)
     if phase.sched_latency is not None:
         # Under a rate limit: from each operation's scheduled start (coordinated omission).
-        out += latency_rows("Sched", phase.sched_latency)
+        out += latency_rows("Sched", phase.sched_latency, options)
+    if options.pertarget is None:
+        out += slow_target_row(phase)
     return out + SEPARATOR
 
 
@@ -149,7 +246,9 @@ def _report_block(phase: PhaseResult, kind: _Breakdown, members: tuple[TargetTot
         return f"  {format_elapsed(t.elapsed_ns):>9}  "
 
     titles = "".join(f" {title:>10}" for title, _ in columns)
-    out = f"{printable(phase.name):<11} {kind.title:<17}:{titles}  {'Elapsed':>9}  {kind.column}\n"
+    # One space in, so that a phase name starts a line only where its block starts (scripts
+    # grep ^WRITE); the columns stay where they are.
+    out = f" {printable(phase.name):<10} {kind.title:<17}:{titles}  {'Elapsed':>9}  {kind.column}\n"
     for label, t in (("Min", report.slowest), ("Max", report.fastest)):
         out += _target_row(label, t.rates(), columns, elapsed(t) + kind.name(t))
     out += _target_row("Average", report.average, columns, "")
@@ -157,6 +256,29 @@ def _report_block(phase: PhaseResult, kind: _Breakdown, members: tuple[TargetTot
     for t in members:
         out += _target_row(f"#{t.index}", t.rates(), columns, elapsed(t) + printable(t.path))
     return out + SEPARATOR
+
+
+_RATE_UNITS = {"bytes_per_s": "MiB/s", "iops": "IOPS"}
+
+
+def slow_target_row(phase: PhaseResult) -> str:
+    """``Slowest target : #2 /data/f3 812 MiB/s, 23 % below the average ...`` when the
+    slowest target is more than :data:`SLOW_TARGET_PCT` % below the average; else ''."""
+    report = target_report(phase.targets)
+    if report is None or sum(t.worked for t in phase.targets) < 2:
+        return ""
+    slow, average = getattr(report.slowest, report.metric), report.average[report.metric]
+    if slow * 100 >= average * (100 - SLOW_TARGET_PCT):
+        return ""
+    below = f"{100 * (average - slow) / average:.1f}"
+    unit = _RATE_UNITS.get(report.metric, f"{entry_label(phase)}/s")
+    scale = MIB if report.metric == "bytes_per_s" else 1
+    t = report.slowest
+    text = (
+        f"#{t.index} {printable(t.path)} {slow // scale} {unit}, {below} % below the "
+        f"average of {average // scale} {unit} (--pertarget lists every target)"
+    )
+    return _wide_row("Slowest target", text)
 
 
 def target_block(phase: PhaseResult) -> str:
@@ -178,12 +300,12 @@ def host_block(phase: PhaseResult) -> str:
     return _report_block(phase, _PER_HOST, phase.hosts)
 
 
-def phase_text(phase: PhaseResult, pertarget: bool) -> str:
+def phase_text(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> str:
     """A phase's block, then its reports: per target if asked, per rank and host under MPI.
 
     The per-host report is left out when every rank ran on one host.
     """
-    out = phase_block(phase) + (target_block(phase) if pertarget else "")
+    out = phase_block(phase, options) + (target_block(phase) if options.pertarget else "")
     if phase.ranks:
         out += rank_block(phase)
     if len(phase.hosts) >= 2:
@@ -221,5 +343,5 @@ def summary_text(phases: list[PhaseResult]) -> str:
     return "".join(summary_block(s) for s in summarize(phases))
 
 
-def render_table(phases: list[PhaseResult], pertarget: bool = False) -> str:
-    return HEADER + "".join(phase_text(p, pertarget) for p in phases) + summary_text(phases)
+def render_table(phases: list[PhaseResult], options: TableOptions = DEFAULT_TABLE) -> str:
+    return HEADER + "".join(phase_text(p, options) for p in phases) + summary_text(phases)

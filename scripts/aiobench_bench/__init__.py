@@ -1,13 +1,14 @@
 """Benchmark aiobench against fio, a plain Python loop and itself under MPI (a report).
 
-Five sections, chosen with --section (a comma-separated list; default all, in this order;
-mpi only if mpirun is found, seed2 only as root), each measuring issue #13's targets where it
-has them. The report starts with one table of all targets measured: aiobench's figure, the
-reference's (fio, the plain loop, or aiobench itself), their ratio, the target and whether it
-was met. Every figure is measured in the run, none typed in. --quick shrinks sizes, runtimes
-and repeats for a smoke test of every section in a couple of minutes. --ioengine X passes
-``--ioengine X`` to every aiobench command (default: nothing, aiobench's own default engine);
-the engine each run used is read from its JSON (meta.ioengine) and reported.
+Six sections, chosen with --section (a comma-separated list; default all, in this order;
+mpi only if mpirun is found, seed2 only as root), each measuring issue #13's or #16's
+targets where it has them. The report starts with one table of all targets measured:
+aiobench's figure, the reference's (fio, the plain loop, or aiobench itself), their ratio,
+the target and whether it was met. Every figure is measured in the run, none typed in.
+--quick shrinks sizes, runtimes and repeats for a smoke test of every section in a couple
+of minutes. --ioengine X passes ``--ioengine X`` to every aiobench command (default:
+nothing, aiobench's own default engine); the engine each run used is read from its JSON
+(meta.ioengine) and reported.
 
 data: page-cache I/O against fio. Lays out two files of --size random bytes in a fresh
 temporary directory (a tmpfs via --dir is recommended), then for six workloads runs aiobench
@@ -90,6 +91,9 @@ ramp: ``aiobench -w`` and then ``-r -b 4k -t 1024 -s 64m FILE`` in the work dir 
 DONE ops as a share of LAST DONE ops (target >= 50 %), FIRST and LAST DONE IOPS and the
 phase's startup_ns where the JSON has it; medians of --ramp-repeats rounds after a discarded
 write + read.
+
+startup: ``aiobench --help`` and ``aiobench --version`` from start to exit against
+``python -c pass`` (issue #16: under 0.2 s); see aiobench_bench.startup.
 
 Output: the Markdown report on stdout; --json prints the figures as JSON instead, --json FILE
 writes them to FILE besides the report. Exit status: 0 when every run succeeded (even if

@@ -38,6 +38,7 @@ from aiobench_bench.seed2 import (
     seed2_targets,
     seed2_unavailable,
 )
+from aiobench_bench.startup import measure_startup, print_startup_markdown, startup_targets
 
 
 def parse_size(parser: argparse.ArgumentParser, option: str, text: str) -> int:
@@ -52,7 +53,7 @@ def parse_size(parser: argparse.ArgumentParser, option: str, text: str) -> int:
     return value
 
 
-SECTIONS = ("data", "metadata", "mpi", "seed2", "ramp")
+SECTIONS = ("data", "metadata", "mpi", "seed2", "ramp", "startup")
 # Defaults of a full measurement, and of --quick (a smoke test of every section in a couple
 # of minutes; its figures mean little). An option given on the command line wins.
 FULL = {
@@ -66,6 +67,7 @@ FULL = {
     "md_rounds": 5,
     "seed2_size": 2 * GIB,
     "ramp_repeats": 3,
+    "startup_runs": 20,
 }
 QUICK = {
     "size": 64 * MIB,
@@ -78,6 +80,7 @@ QUICK = {
     "md_rounds": 1,
     "seed2_size": 256 * MIB,
     "ramp_repeats": 1,
+    "startup_runs": 3,
 }
 
 
@@ -173,7 +176,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "metadata: file create/stat/delete rates vs a plain Python loop and fio; "
         f"mpi: mpirun -n {THREADS} aiobench -t 1 vs aiobench -t {THREADS}, 4 KiB random "
         "reads; seed2: seed command 2 on a loop device vs fio libaio (root); ramp: FIRST "
-        "DONE share with -t 1024; all: every one that can run here (mpi only if mpirun is "
+        "DONE share with -t 1024; startup: aiobench --help/--version against python -c "
+        "pass; all: every one that can run here (mpi only if mpirun is "
         "found, seed2 only as root; default). A section named explicitly that cannot run "
         "makes the exit status 1",
     )
@@ -209,6 +213,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="ramp: rounds of one write and one read run (default 3; --quick: 1)",
     )
     parser.add_argument(
+        "--startup-runs",
+        type=int,
+        default=None,
+        help="startup: rounds of the three commands (default 20; --quick: 3)",
+    )
+    parser.add_argument(
         "--python",
         default=sys.executable,
         help="metadata: interpreter of the plain loop (default: this one; should be "
@@ -238,8 +248,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    if min(args.repeats, args.runtime, args.ramp_repeats) < 1:
-        parser.error("--repeats, --runtime and --ramp-repeats must be >= 1")
+    if min(args.repeats, args.runtime, args.ramp_repeats, args.startup_runs) < 1:
+        parser.error("--repeats, --runtime, --ramp-repeats and --startup-runs must be >= 1")
     if args.md_files < THREADS or args.md_files % THREADS or args.md_rounds < 1:
         parser.error(f"--md-files must be a positive multiple of {THREADS}, --md-rounds >= 1")
     if args.retries < 0 or args.quiet_wait < 0 or not 0 < args.max_load <= 1:
@@ -335,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
             runs, meta["ramp"] = measure_ramp(args, workdir, aiobench_exe)
             report["ramp"] = ramp_summarise(runs)
             targets += ramp_targets(report["ramp"])
+        if "startup" in sections:
+            report["startup"], meta["startup"] = measure_startup(args, aiobench_exe)
+            targets += startup_targets(report["startup"])
     except (ToolError, OSError) as exc:
         log(f"bench: {exc}")
         return 1
@@ -361,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         ("mpi", print_mpi_markdown),
         ("seed2", print_seed2_markdown),
         ("ramp", print_ramp_markdown),
+        ("startup", print_startup_markdown),
     )
     for key, printer in printers:
         if key in report:

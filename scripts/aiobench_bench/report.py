@@ -129,7 +129,7 @@ def json_safe(value: object) -> object:
 
 
 def print_targets(targets: list[Row], meta: Row) -> None:
-    print("## Issue #13 targets")
+    print("## Targets (issues #13 and #16)")
     print()
     print(
         f"- {meta['date']}, {meta['host']}, {meta['cpus']} CPUs; aiobench "

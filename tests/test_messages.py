@@ -1,0 +1,116 @@
+"""What a new user reads first: the message for a missing dir-mode PATH, and the note when a
+time limit leaves phases out (real runs through the CLI)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiobench.config import build_config
+from aiobench.results import PhaseResult, RunResult, Totals
+from aiobench.runner import skipped_note
+from aiobench.stats import LatencyRecorder
+from aiobench.targets import Resolved, resolve
+from tests.conftest import RunCli
+
+
+@pytest.mark.parametrize("option", ["-d", "--stat", "-F", "-D"])
+def test_missing_dir_mode_path_is_named_missing(
+    run_cli: RunCli, tmp_path: Path, option: str
+) -> None:
+    missing = tmp_path / "nodir"
+    extra = ["-w"] if option == "-d" else []
+    proc = run_cli(option, *extra, str(missing))
+    assert proc.returncode == 2
+    name = {"-d": "-d/--mkdirs", "--stat": "--stat", "-F": "-F/--delfiles", "-D": "-D/--deldirs"}
+    assert proc.stderr == (
+        f"Error: {missing}: does not exist; {name[option]} is for dir mode, which needs an "
+        "existing directory as PATH (mkdir it first)\n"
+    )
+    assert "is a file" not in proc.stderr
+    assert not missing.exists()
+
+
+def test_an_existing_file_with_dir_mode_options_is_still_named_a_file(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 4096)
+    proc = run_cli("--stat", str(tmp_path / "f"))
+    assert proc.returncode == 2
+    assert "is a file" in proc.stderr
+
+
+def test_time_limit_that_stops_a_phase_says_what_did_not_run(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    # --infloop: the write runs until the limit, which ends the run (elbencho's rule).
+    out = tmp_path / "r.json"
+    args = ("-w", "-r", "-s", "1m", "--infloop", "--timelimit", "1", "--nolive")
+    proc = run_cli(*args, "-i", "2", str(tmp_path / "f"), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    phases = json.loads(out.read_text())["phases"]
+    assert [(p["phase"], p["status"]) for p in phases] == [("WRITE", "time_limited")]
+    assert proc.stderr == (
+        "Note: --timelimit 1 s stopped WRITE, so READ and 1 more iteration did not run "
+        "(as in elbencho, a phase the time limit stops ends the run).\n"
+    )
+
+
+def test_a_run_that_completes_has_no_note(run_cli: RunCli, tmp_path: Path) -> None:
+    proc = run_cli("-w", "-r", "-s", "1m", "--timelimit", "30", "--nolive", str(tmp_path / "f"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Note:" not in proc.stderr
+
+
+def phase(name: str, *, time_limited: bool, iteration: int = 0) -> PhaseResult:
+    totals = Totals(elapsed_ns=10**9, ops=1, bytes=4096)
+    return PhaseResult(
+        name=name,
+        first_done=totals,
+        last_done=totals,
+        io_latency=LatencyRecorder().summary(),
+        peak_inflight_ops=1,
+        threads=(),
+        time_limited=time_limited,
+        iteration=iteration,
+    )
+
+
+def test_skipped_note_names_the_phases_left(tmp_path: Path) -> None:
+    cfg = build_config(
+        paths=[str(tmp_path)],
+        write=True,
+        read=True,
+        mkdirs=True,
+        stat=True,
+        delfiles=True,
+        deldirs=True,
+        threads=1,
+        block="4k",
+        size="4k",
+        iodepth=1,
+        direct=False,
+        rand=False,
+        randamount=None,
+        norandalign=False,
+        timelimit=5,
+        label="",
+        nolive=True,
+        json_path=None,
+        seed=1,
+        force=False,
+    )
+    resolved: Resolved = resolve(cfg)
+    run = RunResult(meta={})
+    run.phases = [phase("MKDIRS", time_limited=False), phase("WRITE", time_limited=True)]
+    assert skipped_note(cfg, resolved, run) == (
+        "--timelimit 5 s stopped WRITE, so STAT, READ, RMFILES, RMDIRS did not run "
+        "(as in elbencho, a phase the time limit stops ends the run)"
+    )
+    # The last phase of the last iteration: nothing was left out.
+    run.phases = [phase("RMDIRS", time_limited=True)]
+    assert skipped_note(cfg, resolved, run) is None
+    run.phases = [phase("WRITE", time_limited=False)]
+    assert skipped_note(cfg, resolved, run) is None

@@ -383,13 +383,17 @@ def test_an_io_error_mid_check_reports_what_was_measured_and_cleans_up(
     assert doc["error"]["errno_name"] == "EIO" and doc["error"]["offset"] == 4 << 20
     status = {t["label"]: t["status"] for t in doc["tests"]}
     # The metadata test and the writes ran; the first read test ended with the error.
-    assert status == {
+    # (On a loaded machine the FUSE mount's creates can run into their time guard, which
+    # ends the metadata run before its stat and delete, as a time limit ends any run.)
+    meta = {label: value for label, value in status.items() if label.startswith("META")}
+    assert meta in (
+        {"META create": "ok", "META stat": "ok", "META delete": "ok"},
+        {"META create": "time_limited"},
+    ), status
+    assert {label: value for label, value in status.items() if label not in meta} == {
         "SEQ1M Q8T1 read": "error",
         "SEQ1M Q8T1 write": "time_limited",
         "SEQ1M Q1T1 write": "time_limited",
-        "META create": "ok",
-        "META stat": "ok",
-        "META delete": "ok",
     }
     assert [f["rule"] for f in doc["findings"] if f["test"] == "SEQ1M Q8T1 read"] == ["status"]
     lines = proc.stdout.splitlines()

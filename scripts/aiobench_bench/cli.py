@@ -346,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             report["ramp"] = ramp_summarise(runs)
             targets += ramp_targets(report["ramp"])
         if "startup" in sections:
-            report["startup"], meta["startup"] = measure_startup(args, aiobench_exe)
+            report["startup"], meta["startup"] = measure_startup(args, workdir, aiobench_exe)
             targets += startup_targets(report["startup"])
     except (ToolError, OSError) as exc:
         log(f"bench: {exc}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import inspect
 import os
 import shutil
 import stat
@@ -37,6 +38,33 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
 )
+
+
+# A test that starts a process (the real CLI, mpirun, pip) or mounts something is marked
+# ``slow``, so that ``pytest -m "not slow"`` is a fast inner loop over the pure logic and the
+# in-process engine tests; CI runs everything. Marked by what the test uses: these fixtures,
+# or one of these calls in its own source; modules of CLI runs mark themselves.
+_SLOW_FIXTURES = frozenset({"run_cli", "ext4_loop", "fault_fs", "small_tmpfs"})
+_SLOW_CALLS = (
+    "run_aiobench",
+    "subprocess.",
+    "Popen(",
+    "mpirun(",
+    "mounted_tmpfs(",
+    "_start_blocked(",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        function = getattr(item, "function", None)
+        try:
+            source = inspect.getsource(function) if function is not None else ""
+        except (OSError, TypeError):
+            source = ""
+        if fixtures & _SLOW_FIXTURES or any(call in source for call in _SLOW_CALLS):
+            item.add_marker(pytest.mark.slow)
 
 
 def fd_targets(paths: list[str], fds: list[int]) -> FdTargets:

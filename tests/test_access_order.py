@@ -14,8 +14,7 @@ from aiobench.phases import run_phase
 from aiobench.targets import Layout, Slice
 from aiobench.workload import OpStream
 from tests.conftest import RunCli, make_cfg
-from tests.test_phases import context
-from tests.test_workload import stream
+from tests.helpers import context, stream
 
 
 def ops_of(stream: OpStream, step: int = 3) -> list[tuple[int, int, int]]:

@@ -14,7 +14,7 @@ from tests.conftest import RunCli, require_root_tools
 
 MIB = 1 << 20
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.slow]  # real CLI runs
 
 
 def _run(*cmd: str) -> subprocess.CompletedProcess[str]:

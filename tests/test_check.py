@@ -40,6 +40,8 @@ from tests.conftest import (
     run_aiobench,
 )
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 Doc = dict[str, Any]
 BUDGET_S = 4
 WALL_GUARD_S = 60  # a busy machine starts Python slowly; the budget itself is checked apart

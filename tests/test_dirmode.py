@@ -19,7 +19,7 @@ from aiobench.render.table import TableOptions, render_table
 from aiobench.results import PhaseResult
 from aiobench.worker import Done
 from tests.conftest import fd_targets, make_cfg
-from tests.test_phases import RecordingEngine, context
+from tests.helpers import RecordingEngine, context
 
 DATA = Path(__file__).parent / "data"  # real elbencho 3.1-10 output
 

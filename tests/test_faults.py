@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.engine import Engine
 from tests.conftest import FaultFs, RunCli, errors_of
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.slow]  # real CLI runs
 
 HEADER = "OPERATION   RESULT TYPE         FIRST DONE   LAST DONE"
 EIO_TEXT = "EIO (Input/output error)"

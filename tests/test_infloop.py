@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from aiobench.targets import Layout, Slice
 from aiobench.workload import OpStream
 from tests.conftest import RunCli
-from tests.test_workload import stream as op_stream
+from tests.helpers import stream as op_stream
+
+pytestmark = pytest.mark.timing  # a phase as long as its time limit
 
 MIB = 1 << 20
 

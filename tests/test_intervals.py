@@ -41,7 +41,7 @@ from aiobench.units import rate
 from aiobench.worker import PhaseShared, Slot, Stream, run_thread
 from aiobench.workload import OpRun
 from tests.conftest import Ext4Loop, RunCli, make_cfg
-from tests.test_phases import context
+from tests.helpers import context
 
 MIB = 1 << 20
 MS = 1_000_000
@@ -458,6 +458,7 @@ async def test_last_interval_is_cut_at_last_done_even_when_the_loop_is_late(
 # 3. A stall stands out in one interval; the phase average hides it
 
 
+@pytest.mark.timing
 async def test_injected_stall_stands_out_in_one_interval(tmp_path: Path) -> None:
     stall_ns, op_ns = 300 * MS, MS
     calls = itertools.count()

@@ -40,8 +40,7 @@ from aiobench.targets import resolve
 from aiobench.workload import OpRun
 from tests.conftest import errors_of, make_cfg
 from tests.conftest import run_aiobench as aiobench
-from tests.test_json_schema import _delete, _set
-from tests.test_render_table import no_latency
+from tests.helpers import delete_at, no_latency, set_at
 
 MIB = 1 << 20
 NS_PER_MS = 1_000_000
@@ -556,18 +555,18 @@ def test_schema_parts_are_strict() -> None:
 
 S: list[str | int] = ["iterations_summary", 0]
 MUTATIONS: dict[str, Callable[[Doc], None]] = {
-    "iteration-negative": _set(["phases", 0, "iteration"], -1),
-    "iteration-as-string": _set(["phases", 0, "iteration"], "0"),
-    "summary-as-object": _set(["iterations_summary"], {}),
-    "summary-extra-key": _set([*S, "median"], 1),
-    "summary-unknown-phase": _set([*S, "phase"], "APPEND"),
-    "summary-zero-iterations": _set([*S, "iterations"], 0),
-    "summary-without-iops": _delete([*S, "iops"]),
-    "spread-min-as-float": _set([*S, "iops", "min"], 1.5),
-    "spread-mean-as-string": _set([*S, "iops", "mean"], "1"),
-    "spread-negative-stddev": _set([*S, "elapsed_ns", "stddev"], -1.0),
-    "spread-extra-key": _set([*S, "bytes_per_s", "p50"], 1),
-    "spread-without-stddev": _delete([*S, "entries_per_s", "stddev"]),
+    "iteration-negative": set_at(["phases", 0, "iteration"], -1),
+    "iteration-as-string": set_at(["phases", 0, "iteration"], "0"),
+    "summary-as-object": set_at(["iterations_summary"], {}),
+    "summary-extra-key": set_at([*S, "median"], 1),
+    "summary-unknown-phase": set_at([*S, "phase"], "APPEND"),
+    "summary-zero-iterations": set_at([*S, "iterations"], 0),
+    "summary-without-iops": delete_at([*S, "iops"]),
+    "spread-min-as-float": set_at([*S, "iops", "min"], 1.5),
+    "spread-mean-as-string": set_at([*S, "iops", "mean"], "1"),
+    "spread-negative-stddev": set_at([*S, "elapsed_ns", "stddev"], -1.0),
+    "spread-extra-key": set_at([*S, "bytes_per_s", "p50"], 1),
+    "spread-without-stddev": delete_at([*S, "entries_per_s", "stddev"]),
 }
 
 

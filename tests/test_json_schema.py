@@ -25,6 +25,7 @@ from aiobench.results import SCHEMA_VERSION
 from aiobench.schema import load_schema
 from aiobench.stats import PERCENTILES
 from tests.conftest import RunCli, errors_of
+from tests.helpers import delete_at, set_at
 
 EXAMPLE = Path(__file__).parent / "data" / "example-result.json"
 FIO_POINTS = [
@@ -253,67 +254,47 @@ def test_error_document_validates(validator: Draft202012Validator) -> None:
     assert errors_of(validator, doc) != []
 
 
-def _set(path: list[str | int], value: object) -> Callable[[Doc], None]:
-    def mutate(doc: Doc) -> None:
-        node: Any = doc
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
-
-    return mutate
-
-
-def _delete(path: list[str | int]) -> Callable[[Doc], None]:
-    def mutate(doc: Doc) -> None:
-        node: Any = doc
-        for key in path[:-1]:
-            node = node[key]
-        del node[path[-1]]
-
-    return mutate
-
-
 IO: list[str | int] = ["phases", 0, "latency", "io"]
 MUTATIONS: dict[str, Callable[[Doc], None]] = {
-    "ops-as-string": _set(["phases", 0, "last_done", "ops"], "32"),
-    "elapsed-as-float": _set(["phases", 0, "first_done", "elapsed_ns"], 1.5),
-    "bytes-as-bool": _set(["phases", 0, "last_done", "bytes"], True),
-    "negative-iops": _set(["phases", 0, "last_done", "iops"], -1),
-    "extra-totals-key": _set(["phases", 0, "last_done", "mib_per_s"], 1),
-    "missing-totals-key": _delete(["phases", 0, "first_done", "entries_per_s"]),
-    "extra-phase-key": _set(["phases", 0, "comment"], "x"),
-    "unknown-phase": _set(["phases", 0, "phase"], "APPEND"),
-    "time-limited-as-int": _set(["phases", 0, "time_limited"], 0),
-    "min-as-float": _set([*IO, "min_ns"], 18174.5),
-    "mean-as-string": _set([*IO, "mean_ns"], "275974.4"),
-    "extra-latency-key": _set([*IO, "p50_ns"], 1),
-    "missing-hdr": _delete([*IO, "hdr_histogram"]),
-    "missing-99.99": _delete([*IO, "percentiles_ns", "99.99"]),
-    "extra-percentile": _set([*IO, "percentiles_ns", "75"], 1),
-    "percentile-as-string": _set([*IO, "percentiles_ns", "50"], "132607"),
-    "extra-thread-key": _set(["phases", 0, "threads", 0, "cpu"], 1),
-    "schema-version-1": _set(["schema_version"], 1),
-    "schema-version-string": _set(["schema_version"], "2"),
-    "record-key-on-document": _set(["record"], "phase"),
-    "missing-intervals": _delete(["phases", 0, "intervals"]),
-    "interval-ops-as-float": _set(["phases", 0, "intervals", 0, "ops"], 1.5),
-    "interval-percent-above-100": _set(["phases", 0, "intervals", 0, "done_percent"], 101),
-    "interval-without-latency": _delete(["phases", 0, "intervals", 0, "latency"]),
-    "missing-per-target": _delete(["phases", 0, "per_target"]),
-    "target-without-path": _delete(["phases", 0, "per_target", "targets", 0, "path"]),
-    "unknown-target-metric": _set(["phases", 0, "per_target", "metric"], "mib_per_s"),
-    "min-target-without-path": _delete(["phases", 0, "per_target", "min", "path"]),
-    "cpu-percent-above-100": _set(["phases", 0, "last_done", "cpu_percent"], 101),
-    "missing-phase-start": _delete(["phases", 0, "start_time"]),
-    "interrupted-as-string": _set(["interrupted"], "false"),
-    "missing-interrupted": _delete(["interrupted"]),
-    "error-as-string": _set(["error"], "EIO"),
-    "error-without-offset": _set(
+    "ops-as-string": set_at(["phases", 0, "last_done", "ops"], "32"),
+    "elapsed-as-float": set_at(["phases", 0, "first_done", "elapsed_ns"], 1.5),
+    "bytes-as-bool": set_at(["phases", 0, "last_done", "bytes"], True),
+    "negative-iops": set_at(["phases", 0, "last_done", "iops"], -1),
+    "extra-totals-key": set_at(["phases", 0, "last_done", "mib_per_s"], 1),
+    "missing-totals-key": delete_at(["phases", 0, "first_done", "entries_per_s"]),
+    "extra-phase-key": set_at(["phases", 0, "comment"], "x"),
+    "unknown-phase": set_at(["phases", 0, "phase"], "APPEND"),
+    "time-limited-as-int": set_at(["phases", 0, "time_limited"], 0),
+    "min-as-float": set_at([*IO, "min_ns"], 18174.5),
+    "mean-as-string": set_at([*IO, "mean_ns"], "275974.4"),
+    "extra-latency-key": set_at([*IO, "p50_ns"], 1),
+    "missing-hdr": delete_at([*IO, "hdr_histogram"]),
+    "missing-99.99": delete_at([*IO, "percentiles_ns", "99.99"]),
+    "extra-percentile": set_at([*IO, "percentiles_ns", "75"], 1),
+    "percentile-as-string": set_at([*IO, "percentiles_ns", "50"], "132607"),
+    "extra-thread-key": set_at(["phases", 0, "threads", 0, "cpu"], 1),
+    "schema-version-1": set_at(["schema_version"], 1),
+    "schema-version-string": set_at(["schema_version"], "2"),
+    "record-key-on-document": set_at(["record"], "phase"),
+    "missing-intervals": delete_at(["phases", 0, "intervals"]),
+    "interval-ops-as-float": set_at(["phases", 0, "intervals", 0, "ops"], 1.5),
+    "interval-percent-above-100": set_at(["phases", 0, "intervals", 0, "done_percent"], 101),
+    "interval-without-latency": delete_at(["phases", 0, "intervals", 0, "latency"]),
+    "missing-per-target": delete_at(["phases", 0, "per_target"]),
+    "target-without-path": delete_at(["phases", 0, "per_target", "targets", 0, "path"]),
+    "unknown-target-metric": set_at(["phases", 0, "per_target", "metric"], "mib_per_s"),
+    "min-target-without-path": delete_at(["phases", 0, "per_target", "min", "path"]),
+    "cpu-percent-above-100": set_at(["phases", 0, "last_done", "cpu_percent"], 101),
+    "missing-phase-start": delete_at(["phases", 0, "start_time"]),
+    "interrupted-as-string": set_at(["interrupted"], "false"),
+    "missing-interrupted": delete_at(["interrupted"]),
+    "error-as-string": set_at(["error"], "EIO"),
+    "error-without-offset": set_at(
         ["error"], {"path": "f", "errno": 5, "errno_name": "EIO", "message": "f: EIO"}
     ),
-    "seed-as-string": _set(["meta", "seed"], "42"),
-    "bad-start-time": _set(["meta", "start_time"], "yesterday"),
-    "missing-meta": _delete(["meta"]),
+    "seed-as-string": set_at(["meta", "seed"], "42"),
+    "bad-start-time": set_at(["meta", "start_time"], "yesterday"),
+    "missing-meta": delete_at(["meta"]),
 }
 
 

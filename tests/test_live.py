@@ -23,6 +23,8 @@ from aiobench.results import Progress
 from aiobench.saved import load_run
 from aiobench.schema import load_schema
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 MIB = 1 << 20
 COLUMNS, ROWS = 200, 50
 # One rendering of the live line, e.g. "WRITE   37%  739 MiB/s  189372 IOPS  elapsed 301ms

@@ -21,6 +21,8 @@ from aiobench.mpi import launch_rank, launched_size, wanted
 from aiobench.schema import load_schema
 from tests.conftest import Ext4Loop, RunCli
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 HOST = socket.gethostname()
 
 

@@ -27,6 +27,8 @@ from typer.core import TyperOption
 import aiobench.cli
 from tests.conftest import call_main, listing, mounted_tmpfs
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 # Batches of lines, each a test of its own (well inside the per-test timeout).
 BATCHES = 6
 LINES_PER_BATCH = 50

@@ -33,6 +33,8 @@ from aiobench.render.csv import LIVE_HEADER, RESULT_HEADER
 from aiobench.saved import load_run
 from tests.conftest import call_main, errors_of, mounted_tmpfs
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 AIOBENCH = [sys.executable, "-m", "aiobench"]
 SMALL = ("-w", "-r", "-b", "64k", "-s", "256k", "--nolive")
 # A run slow enough to act on while it goes on, at almost no CPU: 4 KiB blocks at

@@ -33,7 +33,7 @@ from aiobench.stats import LatencyRecorder
 from aiobench.targets import Layout
 from aiobench.workload import OpRun
 from tests.conftest import RunCli, make_cfg
-from tests.test_phases import context
+from tests.helpers import context
 
 MIB = 1 << 20
 KIB = 1024

@@ -13,51 +13,15 @@ import anyio
 import numpy as np
 import pytest
 
-from aiobench.config import BenchConfig
-from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, Job, NullEngine, RawBatch, SlotBuffer, StartGate
 from aiobench.kinds import READ
-from aiobench.phases import RunContext, make_executor, run_phase
+from aiobench.phases import run_phase
 from aiobench.targets import Layout, Slice
 from aiobench.worker import Done, PhaseShared, Slot, Stream, first_done_floor
 from aiobench.worker import _account as account
 from aiobench.workload import OpRun
 from tests.conftest import fd_targets, make_cfg
-from tests.test_workload import stream
-
-
-class RecordingEngine(NullEngine):
-    """The null engine, keeping every operation's or entry's (path index, end instant)."""
-
-    def __init__(self, delays_ns: dict[int, int]) -> None:
-        super().__init__(lambda index: delays_ns[index])
-        self.ends: list[tuple[int, int]] = []
-        self.lock = threading.Lock()
-
-    def run(self, job: Job) -> RawBatch:
-        batch = super().run(job)
-        index = job.ops.path_index
-        assert isinstance(index, int)
-        with self.lock:
-            self.ends.extend((index, end) for end in batch.ends)
-        return batch
-
-
-def context(
-    cfg: BenchConfig,
-    layout: Layout | DirLayout,
-    engine: Engine,
-    fds: list[int] | None = None,
-) -> RunContext:
-    """A run's shared parts for ``run_phase``; fds default to -1 (engines that open nothing)."""
-    return RunContext(
-        cfg=cfg,
-        layout=layout,
-        targets=fd_targets(list(cfg.paths), [-1] * len(cfg.paths) if fds is None else fds),
-        engine=engine,
-        executor=make_executor(cfg.slots),
-        stop=threading.Event(),
-    )
+from tests.helpers import RecordingEngine, context, stream
 
 
 async def test_first_done_counts_all_threads_at_the_first_finish(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ from aiobench.schema import load_schema
 from aiobench.workload import OpRun
 from tests.conftest import Ext4Loop, RunCli
 
+pytestmark = pytest.mark.timing  # rates within a few % of their limit
+
 MIB = 1 << 20
 
 

@@ -8,22 +8,11 @@ import numpy as np
 
 from aiobench.render.table import ALL_LATENCY, HEADER, TableOptions, latency_rows, render_table
 from aiobench.results import PhaseResult, Totals
-from aiobench.stats import PERCENTILES, LatencyRecorder, LatencySummary
+from aiobench.stats import LatencyRecorder, LatencySummary
+from tests.helpers import no_latency
 
 DATA = Path(__file__).parent / "data"
 MIB = 1 << 20
-
-
-def no_latency() -> LatencySummary:
-    return LatencySummary(
-        count=0,
-        min_ns=0,
-        max_ns=0,
-        mean_ns=0.0,
-        stddev_ns=0.0,
-        percentiles_ns=dict.fromkeys(PERCENTILES, 0),
-        hdr="",
-    )
 
 
 def test_write_block_matches_elbencho_byte_for_byte() -> None:

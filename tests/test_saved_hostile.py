@@ -36,6 +36,8 @@ from aiobench.results import Progress
 from aiobench.saved import MAX_DOCUMENT_BYTES, load_run
 from tests.conftest import call_main, errors_of, run_aiobench
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 DATA = Path(__file__).parent / "data"
 HEADER = "OPERATION   RESULT TYPE"
 ESC = "\x1b"

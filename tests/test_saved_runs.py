@@ -24,6 +24,8 @@ import pytest
 from tests.conftest import call_main as call
 from tests.conftest import run_aiobench as aiobench
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 DATA = Path(__file__).parent / "data"
 EXAMPLE_V1 = DATA / "example-result-v1.json"
 HEADER = (

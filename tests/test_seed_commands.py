@@ -19,6 +19,8 @@ import pytest
 
 from tests.conftest import RunCli
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 HEADER = (
     "OPERATION   RESULT TYPE         FIRST DONE   LAST DONE\n"
     "=========== ================    ==========   =========\n"

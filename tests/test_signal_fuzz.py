@@ -47,6 +47,8 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from tests.conftest import errors_of, mounted_tmpfs
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 MIB = 1 << 20
 RUNS_PER_WORKLOAD = 20  # x 5 workloads
 PARALLEL = 2  # children at a time (a 2-core machine)

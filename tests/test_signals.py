@@ -22,6 +22,8 @@ from aiobench.outputs import Outputs
 from aiobench.results import RunResult
 from tests.conftest import call_main, errors_of
 
+pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
+
 HEADER = (
     "OPERATION   RESULT TYPE         FIRST DONE   LAST DONE\n"
     "=========== ================    ==========   =========\n"

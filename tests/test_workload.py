@@ -9,6 +9,7 @@ import pytest
 
 from aiobench.targets import Layout, Slice
 from aiobench.workload import OpRun, OpStream, Permutation, ops_per_thread
+from tests.helpers import stream
 
 
 def drain(stream: OpStream, step: int = 7) -> list[tuple[int, int, int]]:
@@ -23,33 +24,6 @@ def _expand(run: OpRun) -> list[tuple[int, int, int]]:
     index = run.path_index
     indices = [index] * len(run) if isinstance(index, int) else index
     return [(i, off, run.length) for i, off in zip(indices, run.offsets, strict=False)]
-
-
-def stream(
-    layout: Layout,
-    part: Slice,
-    *,
-    rand: bool = False,
-    permute: bool = False,
-    total: int | None = None,
-    aligned: bool = True,
-    seed: int = 3,
-    backward: bool = False,
-    stride: int = 1,
-    loop: bool = False,
-) -> OpStream:
-    return OpStream(
-        layout=layout,
-        part=part,
-        total_ops=part.blocks if total is None else total,
-        rand=rand,
-        aligned=aligned,
-        permute=permute,
-        rng=np.random.default_rng(seed),
-        backward=backward,
-        stride=stride,
-        loop=loop,
-    )
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 1000, 4097, 65_537])

@@ -1,0 +1,113 @@
+"""Builders the test modules share (the CLI runners and mounts are fixtures in conftest)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from aiobench.config import BenchConfig
+from aiobench.dirmode import DirLayout
+from aiobench.engine import Engine, Job, NullEngine, RawBatch
+from aiobench.phases import RunContext, make_executor
+from aiobench.stats import PERCENTILES, LatencySummary
+from aiobench.targets import Layout, Slice
+from aiobench.workload import OpStream
+from tests.conftest import fd_targets
+
+Doc = dict[str, Any]
+
+
+class RecordingEngine(NullEngine):
+    """The null engine, keeping every operation's or entry's (path index, end instant)."""
+
+    def __init__(self, delays_ns: dict[int, int]) -> None:
+        super().__init__(lambda index: delays_ns[index])
+        self.ends: list[tuple[int, int]] = []
+        self.lock = threading.Lock()
+
+    def run(self, job: Job) -> RawBatch:
+        batch = super().run(job)
+        index = job.ops.path_index
+        assert isinstance(index, int)
+        with self.lock:
+            self.ends.extend((index, end) for end in batch.ends)
+        return batch
+
+
+def context(
+    cfg: BenchConfig,
+    layout: Layout | DirLayout,
+    engine: Engine,
+    fds: list[int] | None = None,
+) -> RunContext:
+    """A run's shared parts for ``run_phase``; fds default to -1 (engines that open nothing)."""
+    return RunContext(
+        cfg=cfg,
+        layout=layout,
+        targets=fd_targets(list(cfg.paths), [-1] * len(cfg.paths) if fds is None else fds),
+        engine=engine,
+        executor=make_executor(cfg.slots),
+        stop=threading.Event(),
+    )
+
+
+def stream(
+    layout: Layout,
+    part: Slice,
+    *,
+    rand: bool = False,
+    permute: bool = False,
+    total: int | None = None,
+    aligned: bool = True,
+    seed: int = 3,
+    backward: bool = False,
+    stride: int = 1,
+    loop: bool = False,
+) -> OpStream:
+    return OpStream(
+        layout=layout,
+        part=part,
+        total_ops=part.blocks if total is None else total,
+        rand=rand,
+        aligned=aligned,
+        permute=permute,
+        rng=np.random.default_rng(seed),
+        backward=backward,
+        stride=stride,
+        loop=loop,
+    )
+
+
+def set_at(path: list[str | int], value: object) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        node: Any = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return mutate
+
+
+def delete_at(path: list[str | int]) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        node: Any = doc
+        for key in path[:-1]:
+            node = node[key]
+        del node[path[-1]]
+
+    return mutate
+
+
+def no_latency() -> LatencySummary:
+    return LatencySummary(
+        count=0,
+        min_ns=0,
+        max_ns=0,
+        mean_ns=0.0,
+        stddev_ns=0.0,
+        percentiles_ns=dict.fromkeys(PERCENTILES, 0),
+        hdr="",
+    )

@@ -1,41 +1,39 @@
-"""Runs one phase: untimed setup, common start, first-done instant, time limit, interrupts."""
+"""Runs one phase: untimed setup, common start, first-done instant, time limit, interrupts.
+
+The plan it runs (streams and slots) is :mod:`aiobench.plan`'s, its figures are
+:mod:`aiobench.summary`'s, and every syscall on a target is the engine's.
+"""
 
 from __future__ import annotations
 
 import datetime
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from time import perf_counter_ns, process_time_ns
 
 import anyio
-import numpy as np
 
 from aiobench import interrupts
 from aiobench.config import BenchConfig
-from aiobench.dirmode import DirLayout, EntryStream
-from aiobench.engine import Engine, IoOptions, SlotBuffer, StartGate
-from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
-from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, phase_name
-from aiobench.memory import slots_with_work
+from aiobench.dirmode import DirLayout
+from aiobench.engine import Engine, IoOptions, StartGate
+from aiobench.intervals import CpuSample, IntervalSeries
+from aiobench.kinds import MKDIRS, RMDIRS, WRITE, phase_name
 from aiobench.mpi import World
+from aiobench.plan import close_buffers, rate_limit, rwmix_pct, slots_for, streams_for
 from aiobench.results import (
     IntervalStats,
     PhaseResult,
     Progress,
     RunResult,
-    TargetTotals,
-    ThreadTotals,
-    Totals,
 )
-from aiobench.stats import LatencyRecorder
-from aiobench.targets import Layout, Slice, Targets
+from aiobench.summary import active_at, progress, summarise
+from aiobench.targets import Layout, Targets
 from aiobench.timeline import CounterTimeline
-from aiobench.units import rate
 from aiobench.worker import PhaseShared, Slot, Stream, first_done_floor, first_run, run_thread
-from aiobench.workload import OpStream, RwMix, ops_per_thread
 
 # While an interval has ended but a run handed over before its end is still out, the
 # watcher looks again this often (runs last up to ~50 ms).
@@ -125,99 +123,6 @@ def make_executor(slots: int) -> ThreadPoolExecutor:
     return pool
 
 
-def _streams(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
-    cfg, layout = ctx.cfg, ctx.layout
-    if isinstance(layout, DirLayout):
-        return [EntryStream(layout, kind, rank) for rank in ctx.ids]
-    stride = ctx.slices if cfg.strided else 1
-    mine = range(ctx.split_base, ctx.split_base + len(ctx.ids))
-    if cfg.strided:
-        # Thread r takes blocks r, r + threads, ... of the concatenated range.
-        total = layout.total_blocks
-        parts = [Slice(r, len(range(r, total, stride))) for r in mine]
-    else:
-        parts = layout.slices(ctx.slices)[mine.start : mine.stop]
-    counts = ops_per_thread(layout, parts, ctx.slices, cfg.rand, cfg.randamount)
-    pct = _rwmix_pct(cfg, kind)
-    return [
-        OpStream(
-            layout=layout,
-            part=part,
-            total_ops=count,
-            rand=cfg.rand,
-            aligned=not cfg.norandalign,
-            permute=kind == WRITE,
-            rng=np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, rank])),
-            backward=cfg.backward,
-            stride=stride,
-            loop=cfg.infloop,
-            mix=None if pct is None else RwMix(pct, rank),
-        )
-        for rank, part, count in zip(ctx.ids, parts, counts, strict=True)
-    ]
-
-
-def _rwmix_pct(cfg: BenchConfig, kind: str) -> int | None:
-    """--rwmixpct of this phase: only the write phase mixes in reads."""
-    return cfg.rwmixpct if kind == WRITE else None
-
-
-def _slots(
-    ctx: RunContext, kind: str, phase_index: int, streams: Sequence[Stream], depth: int
-) -> list[list[Slot]]:
-    """Each thread's slots: ``--iodepth`` of them, or one keeping ``depth`` operations in
-    flight where the engine queues them itself."""
-    cfg, layout = ctx.cfg, ctx.layout
-    # Each MPI rank fills its pools from its own stream (one process: ids start at 0).
-    seeds = [cfg.seed, phase_index, (1 << 32) + ctx.ids.start]
-    rng = np.random.default_rng(np.random.SeedSequence(seeds))
-    salt = int(rng.integers(0, 1 << 62))
-    moves_data = kind in (READ, WRITE) and (
-        not isinstance(layout, DirLayout) or layout.file_size > 0
-    )
-
-    def buffer(rank: int, i: int, stream: Stream) -> SlotBuffer | None:
-        if not moves_data:
-            return None
-        # A slot writes no more than its thread's operations (file mode, not endless).
-        bounded = isinstance(layout, Layout) and not cfg.infloop
-        return SlotBuffer(
-            layout.block_size,
-            for_write=kind == WRITE,
-            rng=rng,
-            stamp_base=salt + ((rank * cfg.iodepth + i) << 40),
-            depth=depth,
-            writes=stream.total_ops if bounded else None,
-        )
-
-    def slot(rank: int, i: int, stream: Stream) -> Slot:
-        per_path = np.zeros((len(ctx.paths), 3), dtype=np.int64) if len(ctx.paths) > 1 else None
-        return Slot(buffer(rank, i, stream), per_path=per_path)
-
-    # A slot that can never get an operation gets no memory (the budget counts the same).
-    per_thread = 1 if depth > 1 else cfg.iodepth
-    counts = [slots_with_work(per_thread, s.total_ops, cfg.infloop) for s in streams]
-    slots: list[list[Slot]] = []
-    try:
-        for rank, count, stream in zip(ctx.ids, counts, streams, strict=True):
-            slots.append([])
-            for i in range(count):
-                ctx.check_signal()  # filling a buffer of a large block takes a while
-                slots[-1].append(slot(rank, i, stream))
-        ctx.check_signal()  # before the phase's setup changes anything
-    except BaseException:
-        _close_buffers(slots)
-        raise
-    return slots
-
-
-def _close_buffers(slots: list[list[Slot]]) -> None:
-    for rank_slots in slots:
-        for slot in rank_slots:
-            if slot.buffer is not None:
-                slot.buffer.close()
-
-
 def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
     """Untimed: create the ``r<r>`` dirs before MKDIRS, remove them after RMDIRS."""
     layout = ctx.layout
@@ -233,13 +138,6 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
     )
     if error is not None:
         shared.fail(error)
-
-
-def _rate_limit(cfg: BenchConfig, layout: Layout | DirLayout, kind: str) -> int:
-    """Bytes per second per thread this phase may move (0 = no limit)."""
-    if isinstance(layout, DirLayout):
-        return 0
-    return {READ: cfg.limitread, WRITE: cfg.limitwrite}.get(kind, 0)
 
 
 def _prepare_files(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
@@ -264,17 +162,17 @@ async def run_phase(
     """Run one phase of ``kind`` over all threads and summarise it."""
     cfg = ctx.cfg
     setup_ns = perf_counter_ns()
-    name = phase_name(kind, _rwmix_pct(cfg, kind))
-    streams = _streams(ctx, kind, phase_index)
+    name = phase_name(kind, rwmix_pct(cfg, kind))
+    streams = streams_for(ctx, kind, phase_index)
     options = IoOptions(
         direct=cfg.direct,
         ignore_missing=cfg.nodelerr,
         verify=cfg.verify,
         verify_direct=cfg.verifydirect,
         block_var_pct=cfg.blockvarpct,
-        rate_bytes_per_s=_rate_limit(cfg, ctx.layout, kind),
+        rate_bytes_per_s=rate_limit(cfg, ctx.layout, kind),
     )
-    mixed = _rwmix_pct(cfg, kind) is not None
+    mixed = rwmix_pct(cfg, kind) is not None
     depth = (
         1
         if mixed
@@ -282,7 +180,7 @@ async def run_phase(
             kind, options, cfg.iodepth, dir_mode=isinstance(ctx.layout, DirLayout)
         )
     )
-    slots = _slots(ctx, kind, phase_index, streams, depth)
+    slots = slots_for(ctx, kind, phase_index, streams, depth)
     shared = PhaseShared(
         kind=kind,
         engine=ctx.engine,
@@ -338,14 +236,14 @@ async def run_phase(
         if ctx.world is not None:
             ctx.world.poll(ctx.stop)  # a stop here after the watcher's last look
     finally:
-        _close_buffers(slots)
+        close_buffers(slots)
     cpu["last"] = _cpu_now()
     last = max(finished)
     time_up = 0 < shared.deadline_ns <= cpu["last"].wall_ns and not shared.stop.is_set()
-    for record in series.finish(last, _active_at(streams, finished), cpu["last"], time_up=time_up):
+    for record in series.finish(last, active_at(streams, finished), cpu["last"], time_up=time_up):
         ctx.observer.interval(name, record)
     ctx.observer.phase_ended(name)
-    result = _summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
+    result = summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
     result = replace(result, startup_ns=shared.start_ns - setup_ns)
     if kind == RMDIRS:
         if ctx.world is not None:
@@ -393,19 +291,6 @@ def _cpu_now() -> CpuSample:
     return CpuSample(perf_counter_ns(), process_time_ns())
 
 
-def _active_at(streams: Sequence[Stream], finished: list[int]) -> Callable[[int], int]:
-    """Threads with work that had not finished by an instant."""
-
-    def active(instant_ns: int) -> int:
-        return sum(
-            1
-            for stream, end in zip(streams, finished, strict=True)
-            if stream.total_ops and (end == 0 or end > instant_ns)
-        )
-
-    return active
-
-
 async def _watch(
     ctx: RunContext,
     name: str,
@@ -418,7 +303,7 @@ async def _watch(
     """Live progress every interval, and each interval's record as soon as it is complete."""
     all_slots = [slot for rank_slots in slots for slot in rank_slots]
     dir_mode = isinstance(ctx.layout, DirLayout)
-    active = _active_at(streams, finished)
+    active = active_at(streams, finished)
     next_tick = series.boundary(1)
     seen, seen_ns = (0, 0, 0), shared.start_ns
     while True:
@@ -432,7 +317,7 @@ async def _watch(
                 sum(s.entries for s in all_slots),
             )
             ctx.observer.progress(
-                _progress(name, shared, series, counts, seen, now - seen_ns, now, dir_mode)
+                progress(name, shared, series, counts, seen, now - seen_ns, now, dir_mode)
             )
             seen, seen_ns = counts, now
             next_tick = series.boundary(k + 1)
@@ -453,156 +338,3 @@ async def _watch(
         if ctx.world is not None:
             wait = min(wait, _PEER_POLL_NS)
         await anyio.sleep(max(wait, 0) / 1e9)
-
-
-def _progress(
-    name: str,
-    shared: PhaseShared,
-    series: IntervalSeries,
-    counts: tuple[int, int, int],
-    seen: tuple[int, int, int],
-    span_ns: int,
-    now: int,
-    dir_mode: bool,
-) -> Progress:
-    elapsed = now - shared.start_ns
-    done = counts[2] if dir_mode else counts[0]
-    planned = series.planned_units
-    eta: int | None = None
-    if done and series.endless_until_ns is None:
-        eta = elapsed * max(planned - done, 0) // done
-    if shared.deadline_ns:
-        left = max(shared.deadline_ns - now, 0)
-        eta = left if eta is None else min(eta, left)
-    return Progress(
-        phase=name,
-        elapsed_ns=elapsed,
-        done_percent=series.percent_done(done, now),
-        done_bytes=counts[1],
-        bytes_per_s=rate(counts[1] - seen[1], span_ns),
-        iops=rate(counts[0] - seen[0], span_ns),
-        entries_per_s=rate(counts[2] - seen[2], span_ns),
-        eta_ns=eta,
-        dir_mode=dir_mode,
-    )
-
-
-def _targets(
-    ctx: RunContext, slots: list[list[Slot]], elapsed: list[int], totals: Totals
-) -> tuple[TargetTotals, ...]:
-    """Per target: what all threads did there, over the slowest of those threads."""
-    if len(ctx.paths) == 1:
-        return (
-            TargetTotals(
-                index=0,
-                path=ctx.paths[0],
-                ops=totals.ops,
-                bytes=totals.bytes,
-                entries=totals.entries,
-                elapsed_ns=totals.elapsed_ns,
-            ),
-        )
-    per_thread = [
-        sum((s.per_path for s in rank_slots if s.per_path is not None), np.zeros(1, np.int64))
-        for rank_slots in slots
-    ]
-    out = []
-    for index, path in enumerate(ctx.paths):
-        rows = [counts[index] for counts in per_thread]
-        worked = [e for row, e in zip(rows, elapsed, strict=True) if row.any()]
-        out.append(
-            TargetTotals(
-                index=index,
-                path=path,
-                ops=int(sum(int(row[0]) for row in rows)),
-                bytes=int(sum(int(row[1]) for row in rows)),
-                entries=int(sum(int(row[2]) for row in rows)),
-                elapsed_ns=max(worked, default=0),
-            )
-        )
-    return tuple(out)
-
-
-def _summarise(
-    kind: str,
-    ctx: RunContext,
-    shared: PhaseShared,
-    streams: list[Stream],
-    slots: list[list[Slot]],
-    finished: list[int],
-    cpu: dict[str, CpuSample],
-    wall_start: datetime.datetime,
-) -> PhaseResult:
-    start = shared.start_ns
-    first = shared.first_done_ns or start
-    cpus = ctx.cpus
-    latency, entry_latency, sched = LatencyRecorder(), LatencyRecorder(), LatencyRecorder()
-    reads = LatencyRecorder()
-    first_totals = [0, 0, 0, 0, 0]
-    threads = []
-    for local, rank_slots in enumerate(slots):
-        for slot in rank_slots:
-            latency.merge(slot.recorder)
-            entry_latency.merge(slot.entry_recorder)
-            sched.merge(slot.sched_recorder)
-            reads.merge(slot.read_recorder)
-            for i, value in enumerate(slot.snapshot_at(first)):
-                first_totals[i] += value
-        threads.append(
-            ThreadTotals(
-                rank=ctx.ids[local],
-                ops=sum(s.ops for s in rank_slots),
-                bytes=sum(s.bytes for s in rank_slots),
-                entries=sum(s.entries for s in rank_slots),
-                elapsed_ns=finished[local] - start,
-            )
-        )
-    last = max(finished)
-    incomplete = any(stream.remaining for stream in streams) or any(
-        slot.pending for rank_slots in slots for slot in rank_slots
-    )
-    all_slots = [slot for rank_slots in slots for slot in rank_slots]
-    last_done = Totals(
-        elapsed_ns=last - start,
-        ops=sum(t.ops for t in threads),
-        bytes=sum(t.bytes for t in threads),
-        entries=sum(t.entries for t in threads),
-        cpu_percent=cpu_percent(cpu["start"], cpu["last"], cpus),
-        read_ops=sum(s.read_ops for s in all_slots),
-        read_bytes=sum(s.read_bytes for s in all_slots),
-    )
-    pct = _rwmix_pct(ctx.cfg, kind)
-    mixed = pct is not None
-    io_latency = latency.summary()
-    read_latency = write_latency = None
-    if mixed:  # the slots' recorders held the writes; the I/O latency is of both kinds
-        write_latency, read_latency = io_latency, reads.summary()
-        latency.merge(reads)
-        io_latency = latency.summary()
-    worked = [t.elapsed_ns if s.total_ops else 0 for t, s in zip(threads, streams, strict=True)]
-    return PhaseResult(
-        name=phase_name(kind, pct),
-        start_time=wall_start.isoformat(timespec="milliseconds"),
-        first_done=Totals(
-            elapsed_ns=first - start,
-            ops=first_totals[0],
-            bytes=first_totals[1],
-            entries=first_totals[2],
-            cpu_percent=cpu_percent(cpu["start"], cpu.get("first", cpu["last"]), cpus),
-            read_ops=first_totals[3],
-            read_bytes=first_totals[4],
-        ),
-        last_done=last_done,
-        io_latency=io_latency,
-        rwmix_pct=pct,
-        read_latency=read_latency,
-        write_latency=write_latency,
-        entry_latency=entry_latency.summary() if isinstance(ctx.layout, DirLayout) else None,
-        sched_latency=sched.summary() if shared.options.rate_bytes_per_s else None,
-        peak_inflight_ops=shared.peak_inflight,
-        threads=tuple(threads),
-        targets=_targets(ctx, slots, worked, last_done),
-        intervals=tuple(shared.series.closed) if shared.series is not None else (),
-        time_limited=incomplete and bool(shared.deadline_ns) and not shared.stop.is_set(),
-        interrupted=shared.stop.is_set() and shared.error is None,
-    )

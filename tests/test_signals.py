@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench import phases
+from aiobench import plan
 from aiobench.engine import SlotBuffer
 from aiobench.outputs import Outputs
 from aiobench.results import RunResult
@@ -180,7 +180,7 @@ def signal_at_buffer(
                 signal.raise_signal(signum)
         return made
 
-    monkeypatch.setattr(phases, "SlotBuffer", buffer)
+    monkeypatch.setattr(plan, "SlotBuffer", buffer)
 
 
 def file_args(target: Path, out: Path) -> list[str]:

@@ -40,6 +40,27 @@ from aiobench.text import printable
 _CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
 
 
+def checked_place(option: str, path: str) -> Place:
+    """Where ``option``'s file ``path`` leads, if a result can be written there: a stream
+    open for writing, or a file (new ones in an existing dir); otherwise a usage error
+    naming the option and the file."""
+    shown = printable(path)
+    try:
+        place = outfiles.locate(path)
+    except OSError as exc:
+        raise ConfigError(f"{option}: {shown}: {reason(exc)}") from None
+    why = outfiles.refusal(place)
+    if why is not None:
+        raise ConfigError(f"{option}: {shown} {why}")
+    if place.kind == STREAM:
+        assert place.fd is not None
+        if streams.failure(place.fd) is not None or not outfiles.writable_stream(place.fd):
+            raise ConfigError(f"{option}: {shown}: descriptor {place.fd} is not open for writing")
+    elif place.kind == NEW and not os.path.isdir(os.path.dirname(place.real)):
+        raise ConfigError(f"{option}: directory of {shown} does not exist")
+    return place
+
+
 def check_output_files(cfg: BenchConfig) -> None:
     """Every result file can be written where it leads, and a CSV that is appended to
     has our header (not read with ``--dryrun``, which opens nothing); otherwise a usage
@@ -47,23 +68,10 @@ def check_output_files(cfg: BenchConfig) -> None:
     headers = dict(_CSV_FILES)
     for option, path in cfg.output_files():
         shown = printable(path)
-        try:
-            place = outfiles.locate(path)
-        except OSError as exc:
-            raise ConfigError(f"{option}: {shown}: {reason(exc)}") from None
-        why = outfiles.refusal(place)
-        if why is not None:
-            raise ConfigError(f"{option}: {shown} {why}")
+        place = checked_place(option, path)
         if place.kind == STREAM:
-            assert place.fd is not None
-            if streams.failure(place.fd) is not None or not outfiles.writable_stream(place.fd):
-                raise ConfigError(
-                    f"{option}: {shown}: descriptor {place.fd} is not open for writing"
-                )
             continue
         directory = os.path.dirname(place.real)
-        if place.kind == NEW and not os.path.isdir(directory):
-            raise ConfigError(f"{option}: directory of {shown} does not exist")
         # --json replaces a file through a new one beside it; the others append.
         target = directory if place.kind == NEW or option == "--json" else place.real
         if not os.access(target, os.W_OK):

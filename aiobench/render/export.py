@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from aiobench import outfiles
 from aiobench.errors import ConfigError
-from aiobench.outfiles import NEW, REGULAR, STREAM, Place
-from aiobench.outputs import reason
+from aiobench.outfiles import NEW, REGULAR, Place
+from aiobench.outputs import checked_place, reason
 from aiobench.text import printable
 
 
@@ -24,24 +24,10 @@ class Export:
 
 def checked_export(option: str, path: str) -> Export:
     """Where ``option``'s file leads, or a usage error naming the option and the file."""
-    shown = printable(path)
     if not path:
         raise ConfigError(f"{option}: give a file name")
-    try:
-        place = outfiles.locate(path)
-    except OSError as exc:
-        raise ConfigError(f"{option}: {shown}: {reason(exc)}") from None
-    why = outfiles.refusal(place)
-    if why is not None:
-        raise ConfigError(f"{option}: {shown} {why}")
-    if place.kind == STREAM:
-        assert place.fd is not None
-        if not outfiles.writable_stream(place.fd):
-            raise ConfigError(f"{option}: {shown}: descriptor {place.fd} is not open for writing")
-        return Export(option, path, place)
+    place = checked_place(option, path)
     directory = os.path.dirname(place.real)
-    if place.kind == NEW and not os.path.isdir(directory):
-        raise ConfigError(f"{option}: directory of {shown} does not exist")
     if place.kind in (NEW, REGULAR) and not os.access(directory, os.W_OK):
         raise ConfigError(f"{option}: cannot write to {printable(directory)}")
     return Export(option, path, place)

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.config import build_config
 from aiobench.results import PhaseResult, RunResult, Totals
 from aiobench.runner import skipped_note
 from aiobench.stats import LatencyRecorder
 from aiobench.targets import Resolved, resolve
-from tests.conftest import RunCli
+from tests.conftest import RunCli, make_cfg
 
 
 @pytest.mark.parametrize("option", ["-d", "--stat", "-F", "-D"])
@@ -79,29 +78,10 @@ def phase(name: str, *, time_limited: bool, iteration: int = 0) -> PhaseResult:
 
 
 def test_skipped_note_names_the_phases_left(tmp_path: Path) -> None:
-    cfg = build_config(
-        paths=[str(tmp_path)],
-        write=True,
-        read=True,
-        mkdirs=True,
-        stat=True,
-        delfiles=True,
-        deldirs=True,
-        threads=1,
-        block="4k",
-        size="4k",
-        iodepth=1,
-        direct=False,
-        rand=False,
-        randamount=None,
-        norandalign=False,
-        timelimit=5,
-        label="",
-        nolive=True,
-        json_path=None,
-        seed=1,
-        force=False,
-    )
+    cfg = make_cfg(
+        [str(tmp_path)], read=True, mkdirs=True, stat=True, delfiles=True, deldirs=True,
+        block="4k", size="4k", timelimit=5,
+    )  # fmt: skip
     resolved: Resolved = resolve(cfg)
     run = RunResult(meta={})
     run.phases = [phase("MKDIRS", time_limited=False), phase("WRITE", time_limited=True)]

@@ -4,33 +4,30 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import inspect
 import os
 import shlex
 import sys
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from inspect import Parameter
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from aiobench import __version__, interrupts, ioengines, streams
 from aiobench.check.command import check as check_command
-from aiobench.config import (
-    DEFAULT_BLOCK,
-    DEFAULT_LIVE_INTERVAL_MS,
-    MAX_NINES,
-    build_config,
-)
+from aiobench.config import LAUNCH_OPTIONS, MAX_NINES, BenchConfig, build_config
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.helptext import PanelCommand
 from aiobench.mpi import abort_job, launch_rank
+from aiobench.options import Opt, declared
 from aiobench.streams import guard_standard_streams
 from aiobench.text import printable
 
 # The rest (numpy, the engines, the renderers) is imported where a command needs it, so
 # that --help and --version start in a fraction of the time (scripts/bench --section cli).
 if TYPE_CHECKING:
-    from aiobench.config import BenchConfig
     from aiobench.mpi import World
     from aiobench.outputs import Outputs
     from aiobench.results import RunResult
@@ -60,406 +57,40 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.command(
-    cls=PanelCommand,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Quick check: aiobench check DIR. Saved runs: aiobench show RUN.json | "
-    "aiobench compare A.json B.json | aiobench plot RUN.json -o FILE.png. A PATH named "
-    "like one of these goes after --.",
-)
-def bench(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH...",
-            help="Files, block devices, or directories (dir mode); [1-4] ranges expand.",
-        ),
-    ] = None,
-    write: Annotated[bool, typer.Option("-w", "--write", help="Write phase.")] = False,
-    read: Annotated[bool, typer.Option("-r", "--read", help="Read phase.")] = False,
-    mkdirs: Annotated[
-        bool, typer.Option("-d", "--mkdirs", help="Dir mode: create the dirs (MKDIRS phase).")
-    ] = False,
-    stat: Annotated[bool, typer.Option("--stat", help="Dir mode: stat every file.")] = False,
-    delfiles: Annotated[
-        bool, typer.Option("-F", "--delfiles", help="Dir mode: delete the files.")
-    ] = False,
-    deldirs: Annotated[
-        bool, typer.Option("-D", "--deldirs", help="Dir mode: delete the dirs.")
-    ] = False,
-    dirs: Annotated[
-        int | None,
-        typer.Option(
-            "-n", "--dirs", help="Dir mode: dirs per thread (0 = files straight into PATH)."
-        ),
-    ] = None,
-    files: Annotated[
-        int | None, typer.Option("-N", "--files", help="Dir mode: files per dir.")
-    ] = None,
-    dirsharing: Annotated[
-        bool,
-        typer.Option(
-            "--dirsharing", help="Dir mode: all threads put their files in one set of dirs."
-        ),
-    ] = False,
-    nodelerr: Annotated[
-        bool,
-        typer.Option(
-            "--nodelerr",
-            help="Dir mode: deleting a file or dir that is already gone counts as done "
-            "(cleans up after a time-limited or interrupted run).",
-        ),
-    ] = False,
-    threads: Annotated[int, typer.Option("-t", "--threads", help="Threads (coroutines).")] = 1,
-    block: Annotated[str, typer.Option("-b", "--block", help="Block size, e.g. 4k, 1M.")] = (
-        DEFAULT_BLOCK
-    ),
-    size: Annotated[
-        str | None,
-        typer.Option(
-            "-s",
-            "--size",
-            help="Size per file (dir mode: 0 = create empty files).",
-        ),
-    ] = None,
-    iodepth: Annotated[int, typer.Option("--iodepth", help="Operations in flight per thread.")] = 1,
-    direct: Annotated[bool, typer.Option("--direct", help="Use O_DIRECT.")] = False,
-    rand: Annotated[bool, typer.Option("--rand", help="Random offsets.")] = False,
-    randamount: Annotated[
-        str | None,
-        typer.Option(
-            "--randamount",
-            help="Bytes to transfer with --rand over all threads.",
-        ),
-    ] = None,
-    norandalign: Annotated[
-        bool, typer.Option("--norandalign", help="Random offsets not aligned to the block size.")
-    ] = False,
-    backward: Annotated[
-        bool,
-        typer.Option("--backward", help="Sequential access from the end of each slice backwards."),
-    ] = False,
-    strided: Annotated[
-        bool,
-        typer.Option(
-            "--strided",
-            help="Interleaved access: thread r takes blocks r, r+t, r+2t, ... of all PATHs.",
-        ),
-    ] = False,
-    trunc: Annotated[
-        bool, typer.Option("--trunc", help="Truncate files to 0 before a write phase.")
-    ] = False,
-    trunctosize: Annotated[
-        bool,
-        typer.Option(
-            "--trunctosize",
-            help="Set each file's size to -s before a write phase (a larger file is cut).",
-        ),
-    ] = False,
-    preallocfile: Annotated[
-        bool,
-        typer.Option(
-            "--preallocfile", help="Allocate -s bytes (posix_fallocate) before a write phase."
-        ),
-    ] = False,
-    sync: Annotated[
-        bool,
-        typer.Option(
-            "--sync", help="Flush the targets' filesystems before the first and after each phase."
-        ),
-    ] = False,
-    dropcache: Annotated[
-        bool,
-        typer.Option(
-            "--dropcache",
-            help="Drop the page cache before the first and after each phase (root; use "
-            "with --sync, only clean pages can be dropped).",
-        ),
-    ] = False,
-    infloop: Annotated[
-        bool,
-        typer.Option(
-            "--infloop",
-            help="Each thread starts its work over when done, until --timelimit (or Ctrl+C).",
-        ),
-    ] = False,
-    iterations: Annotated[
-        int,
-        typer.Option(
-            "-i", "--iterations", help="Run the whole phase sequence N times, then a summary."
-        ),
-    ] = 1,
-    verify: Annotated[
-        int | None,
-        typer.Option(
-            "--verify",
-            metavar="SALT",
-            help="Write the 64-bit word o + SALT at every file offset o; reads check it and "
-            "stop at the first mismatch.",
-        ),
-    ] = None,
-    verifydirect: Annotated[
-        bool,
-        typer.Option(
-            "--verifydirect", help="With --verify: read each block back right after writing it."
-        ),
-    ] = False,
-    blockvarpct: Annotated[
-        int | None,
-        typer.Option(
-            "--blockvarpct",
-            metavar="PCT",
-            help="Share of each block refilled with new random data before each write "
-            "(0 = the same block every time). CPU cost: about 0.3 ms per MiB refilled on "
-            "one core. Without it: windows of a random pool, each 4 KiB stamped unique "
-            "(incompressible, nothing to dedup) at no cost per write.",
-        ),
-    ] = None,
-    rwmixpct: Annotated[
-        int | None,
-        typer.Option(
-            "--rwmixpct",
-            metavar="PCT",
-            help="With -w: PCT % of the operations read instead of write (elbencho's rule: "
-            "thread r's operation n reads if (r + n) % 100 < PCT). The files must exist "
-            "with their full size; the phase is named RWMIX<PCT>.",
-        ),
-    ] = None,
-    limitread: Annotated[
-        str | None,
-        typer.Option(
-            "--limitread",
-            metavar="SIZE",
-            help="Read at most SIZE bytes per second per thread, e.g. 20m; latency is also "
-            "reported from each operation's scheduled start.",
-        ),
-    ] = None,
-    limitwrite: Annotated[
-        str | None,
-        typer.Option("--limitwrite", metavar="SIZE", help="Likewise for writes, per thread."),
-    ] = None,
-    timelimit: Annotated[
-        int, typer.Option("--timelimit", help="Seconds per phase; 0 = no limit.")
-    ] = 0,
-    label: Annotated[str, typer.Option("--label", help="Label stored in the results.")] = "",
-    nolive: Annotated[
-        bool, typer.Option("--nolive", help="No live progress line (only drawn on a terminal).")
-    ] = False,
-    liveint: Annotated[
-        int,
-        typer.Option(
-            "--liveint",
-            metavar="MS",
-            help="Interval of the live line and of the latency-over-time series, in ms.",
-        ),
-    ] = DEFAULT_LIVE_INTERVAL_MS,
-    livecsv: Annotated[
-        str | None,
-        typer.Option(
-            "--livecsv",
-            metavar="FILE|stdout",
-            help="Append a CSV row per interval (elbencho's live columns, then latency); "
-            "stdout or '-': to stdout, the table to stderr.",
-        ),
-    ] = None,
-    livejson: Annotated[
-        str | None,
-        typer.Option(
-            "--livejson",
-            metavar="FILE|stdout",
-            help="Append a JSON line per interval; stdout or '-': to stdout, the table to stderr.",
-        ),
-    ] = None,
-    jsonfile: Annotated[
-        str | None,
-        typer.Option("--jsonfile", metavar="FILE", help="Append a JSON line per phase."),
-    ] = None,
-    csvfile: Annotated[
-        str | None,
-        typer.Option(
-            "--csvfile",
-            metavar="FILE",
-            help="Append a CSV row per phase (elbencho's columns, then percentiles).",
-        ),
-    ] = None,
-    resfile: Annotated[
-        str | None,
-        typer.Option(
-            "--resfile", metavar="FILE", help="Append the result table with date and command."
-        ),
-    ] = None,
-    pertarget: Annotated[
-        bool | None,
-        typer.Option(
-            "--pertarget/--nopertarget",
-            help="Per-target report (min/max target, average, aggregate) in the table; "
-            "--nopertarget: not even the line naming a slow target (always in JSON).",
-            show_default=False,
-        ),
-    ] = None,
-    lat: Annotated[
-        bool, typer.Option("--lat", help="Latency rows (min, avg, max) in the table.")
-    ] = False,
-    latpercent: Annotated[
-        bool,
-        typer.Option("--latpercent", help="Latency percentile row in the table (1, 50, 75, 99 %)."),
-    ] = False,
-    latpercent9s: Annotated[
-        int,
-        typer.Option(
-            "--latpercent9s",
-            metavar="N",
-            help="Also N nines after 99 in the percentile row (2: 99.9 and 99.99 %); "
-            "shows the row.",
-        ),
-    ] = 0,
-    lathisto: Annotated[
-        bool,
-        typer.Option(
-            "--lathisto", help="Latency histogram row in the table (4 buckets per power of 2 us)."
-        ),
-    ] = False,
-    cpu: Annotated[
-        bool, typer.Option("--cpu", help="CPU util % row in the table (this process, all cores).")
-    ] = False,
-    json_out: Annotated[
-        str | None,
-        typer.Option(
-            "--json", metavar="FILE|-", help="Write one JSON document; '-' = stdout only JSON."
-        ),
-    ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            "--seed", help="Seed of the random offsets and data (recorded in the results)."
-        ),
-    ] = None,
-    mpi: Annotated[
-        bool,
-        typer.Option(
-            "--mpi",
-            help="Run as one rank of an MPI job (found without it under mpirun and srun); "
-            "needs the aiobench[mpi] extra.",
-        ),
-    ] = False,
-    hosts: Annotated[
-        str | None,
-        typer.Option(
-            "--hosts",
-            metavar="HOST,HOST...",
-            help="Run the same command on these hosts, one MPI rank each (a host named "
-            "twice gets two), through the mpirun found next to this Python or on PATH.",
-        ),
-    ] = None,
-    hostsfile: Annotated[
-        str | None,
-        typer.Option(
-            "--hostsfile",
-            metavar="FILE",
-            help="Likewise, the hosts one per line (# comments).",
-        ),
-    ] = None,
-    nosvcshare: Annotated[
-        bool,
-        typer.Option(
-            "--nosvcshare",
-            help="Under MPI: each rank works on the whole dataset with its own -t threads, "
-            "instead of a share of it.",
-        ),
-    ] = False,
-    ioengine: Annotated[
-        str | None,
-        typer.Option(
-            "--ioengine",
-            metavar="native|python",
-            help="How operations are issued: native (C) or python (the reference engine).",
-            show_default=False,
-        ),
-    ] = None,
-    dryrun: Annotated[
-        bool,
-        typer.Option(
-            "--dryrun",
-            help="Print the plan (targets, threads, files and dirs per thread, bytes per "
-            "phase) and exit; nothing is created, opened or measured.",
-        ),
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Write to a block device even if it holds a filesystem or partition "
-            "signature (never when it is mounted), and write more than the target "
-            "filesystem has free.",
-        ),
-    ] = False,
-    version: Annotated[
+def _typer_parameter(opt: Opt) -> inspect.Parameter:
+    """The typer parameter of a declared option (:mod:`aiobench.options`)."""
+    info: object
+    if opt.argument:
+        info = typer.Argument(metavar=opt.metavar, help=opt.help, show_default=False)
+    else:
+        info = typer.Option(
+            *opt.flags,
+            help=opt.help,
+            metavar=opt.metavar,
+            show_default=True if opt.shown is None else opt.shown,
+        )
+    annotation = Annotated[opt.cli_type, info]  # type: ignore[name-defined]
+    return Parameter(opt.name, Parameter.KEYWORD_ONLY, default=opt.given, annotation=annotation)
+
+
+_VERSION = Parameter(
+    "version",
+    Parameter.KEYWORD_ONLY,
+    default=False,
+    annotation=Annotated[
         bool,
         typer.Option(
             "-V", "--version", callback=_version, is_eager=True, help="Print the version."
         ),
-    ] = False,
-) -> int:
+    ],
+)
+
+
+def bench(**options: Any) -> int:
     """Measure what files, block devices and directories deliver (elbencho-compatible)."""
-    cfg = build_config(
-        paths=paths or [],
-        write=write,
-        read=read,
-        mkdirs=mkdirs,
-        stat=stat,
-        delfiles=delfiles,
-        deldirs=deldirs,
-        dirs=dirs,
-        files=files,
-        dirsharing=dirsharing,
-        nodelerr=nodelerr,
-        threads=threads,
-        block=block,
-        size=size,
-        iodepth=iodepth,
-        direct=direct,
-        rand=rand,
-        randamount=randamount,
-        norandalign=norandalign,
-        backward=backward,
-        strided=strided,
-        trunc=trunc,
-        trunctosize=trunctosize,
-        preallocfile=preallocfile,
-        sync=sync,
-        dropcache=dropcache,
-        infloop=infloop,
-        iterations=iterations,
-        verify=verify,
-        verifydirect=verifydirect,
-        blockvarpct=blockvarpct,
-        rwmixpct=rwmixpct,
-        limitread=limitread,
-        limitwrite=limitwrite,
-        timelimit=timelimit,
-        label=label,
-        nolive=nolive,
-        json_path=json_out,
-        live_interval_ms=liveint,
-        livecsv_path=livecsv,
-        livejson_path=livejson,
-        jsonfile_path=jsonfile,
-        csvfile_path=csvfile,
-        resfile_path=resfile,
-        pertarget=pertarget,
-        lat=lat,
-        latpercent=latpercent,
-        latpercent9s=latpercent9s,
-        lathisto=lathisto,
-        cpu=cpu,
-        dryrun=dryrun,
-        seed=seed,
-        force=force,
-        mpi=mpi,
-        nosvcshare=nosvcshare,
-        ioengine=ioengine,
-        argv=("aiobench", *sys.argv[1:]),
-    )
+    hosts, hostsfile = (options.pop(opt.name) for opt in LAUNCH_OPTIONS)
+    options.pop(_VERSION.name)
+    cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
     if hosts is not None or hostsfile is not None:
         return _on_hosts(cfg, hosts, hostsfile)
     from aiobench.mpi import World, binding_note
@@ -530,6 +161,25 @@ def bench(
     if world is not None:
         world.barrier()
     return code
+
+
+# The command's parameters are the declared options (each declared once, in BenchConfig).
+bench.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        *(_typer_parameter(opt) for _, opt in declared(BenchConfig)),
+        *(_typer_parameter(opt) for opt in LAUNCH_OPTIONS),
+        _VERSION,
+    ],
+    return_annotation=int,
+)
+bench.__annotations__ = {}  # (typer reads the signature's)
+app.command(
+    cls=PanelCommand,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Quick check: aiobench check DIR. Saved runs: aiobench show RUN.json | "
+    "aiobench compare A.json B.json | aiobench plot RUN.json -o FILE.png. A PATH named "
+    "like one of these goes after --.",
+)(bench)
 
 
 def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int:

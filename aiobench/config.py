@@ -1,14 +1,29 @@
-"""The validated run configuration (frozen) and every option check that needs no disk; pure."""
+"""The run configuration: every option declared once, as a field of :class:`BenchConfig`;
+:func:`validate` holds every check that needs no disk (pure)."""
 
 from __future__ import annotations
 
 import os
 import resource
 import secrets
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from aiobench import ioengines
 from aiobench.errors import ConfigError
+from aiobench.kinds import PathType
+from aiobench.options import (
+    DIR_MODE,
+    OPT,
+    OUTPUTS,
+    SAFETY,
+    SCALE_OUT,
+    WORKLOAD,
+    Opt,
+    option,
+    optional_size,
+    parsed,
+    size,
+)
 from aiobench.units import NS_PER_S, bracket_count, expand_brackets, parse_size
 
 DEFAULT_BLOCK = "1M"
@@ -47,70 +62,456 @@ FD_RESERVE = 32
 _NR_OPEN = 1 << 20
 
 
+def _paths(given: list[str] | None, name: str) -> tuple[str, ...]:
+    """PATH...: at least one, bracket ranges expanded, none twice."""
+    if not given:
+        raise ConfigError("missing PATH: name at least one file, block device or directory")
+    _check_path_count(given)
+    expanded = [path for pattern in given for path in expand_brackets(pattern)]
+    seen: dict[str, str] = {}
+    for path in expanded:
+        key = os.path.normpath(os.path.abspath(path))  # f and ./f are one file
+        if key in seen:
+            also = "" if seen[key] == path else f" (also as {seen[key]})"
+            raise ConfigError(f"{name}: {path} is given more than once{also}")
+        seen[key] = path
+    return tuple(expanded)
+
+
+def _seed(given: int | None, name: str) -> int:
+    if given is not None and not 0 <= given < 2**63:
+        raise ConfigError(f"{name}: must be between 0 and 2^63-1 (got {given})")
+    return secrets.randbits(63) if given is None else given
+
+
+def _stdout_name(given: str | None, name: str) -> str | None:
+    """--livecsv/--livejson: ``stdout`` is ``-`` (elbencho's name for it)."""
+    return "-" if given in STDOUT_NAMES else given
+
+
+def _rate(given: str | None, name: str) -> int:
+    """--limitread/--limitwrite: bytes per second; not given: 0 (no limit)."""
+    if given is None:
+        return 0
+    value = parse_size(given, name)
+    if value == 0:
+        raise ConfigError(f"{name}: must be greater than 0 bytes per second")
+    return value
+
+
+def _not(given: bool, name: str) -> bool:
+    return not given
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BenchConfig:
-    """Everything a run needs to know, after validation."""
+    """Everything a run needs to know, after validation; each option is declared here, once
+    (:func:`aiobench.options.option`), in the order of the JSON document's ``config``."""
 
-    paths: tuple[str, ...]
-    write: bool
-    read: bool
-    mkdirs: bool = False
-    stat: bool = False
-    delfiles: bool = False
-    deldirs: bool = False
-    dirs: int | None = None  # dir mode: dirs per thread (None = not given: 1)
-    files: int | None = None  # dir mode: files per dir (None = not given: 1)
-    dirsharing: bool = False
-    nodelerr: bool = False  # dir mode: deleting an entry that is gone counts as done
-    threads: int
-    block_size: int
-    size: int  # per path, bytes; 0 = detect (reads, block devices)
-    iodepth: int
-    direct: bool
-    rand: bool
-    randamount: int | None  # bytes over all threads; None = each thread's whole slice
-    norandalign: bool
-    backward: bool = False  # sequential access from each slice's end to its start
-    strided: bool = False  # thread r takes blocks r, r + threads, r + 2*threads, ...
-    trunc: bool = False  # before a write phase: truncate each file to 0
-    trunctosize: bool = False  # before a write phase: set each file's size to -s
-    preallocfile: bool = False  # before a write phase: posix_fallocate -s bytes
-    sync: bool = False  # SYNC block before the first phase and after each
-    infloop: bool = False  # each thread starts its work over until the time limit
-    iterations: int = 1  # -i: the whole phase sequence, this many times
-    verify: int | None = None  # --verify SALT: the word at file offset o holds o + SALT
-    verifydirect: bool = False  # read each block back right after writing it
-    blockvarpct: int | None = None  # None: stamped pool windows; else % refilled per write
-    rwmixpct: int | None = None  # in the write phase, this % of the operations are reads
-    limitread: int = 0  # bytes per second per thread in read phases (0 = no limit)
-    limitwrite: int = 0  # likewise in write phases
-    dropcache: bool = False  # DROPCACHE block likewise (root)
-    timelimit_s: int  # 0 = none
+    paths: tuple[str, ...] = option(
+        None,
+        "paths",
+        help="Files, block devices, or directories (dir mode); [1-4] ranges expand.",
+        panel=WORKLOAD,
+        cli_type=list[str] | None,
+        metavar="PATH",
+        parse=_paths,
+        argument=True,
+    )
+    write: bool = option(False, "-w", "--write", help="Write phase.", panel=WORKLOAD)
+    read: bool = option(False, "-r", "--read", help="Read phase.", panel=WORKLOAD)
+    mkdirs: bool = option(
+        False, "-d", "--mkdirs", help="Dir mode: create the dirs (MKDIRS phase).", panel=DIR_MODE
+    )
+    stat: bool = option(False, "--stat", help="Dir mode: stat every file.", panel=DIR_MODE)
+    delfiles: bool = option(
+        False, "-F", "--delfiles", help="Dir mode: delete the files.", panel=DIR_MODE
+    )
+    deldirs: bool = option(
+        False, "-D", "--deldirs", help="Dir mode: delete the dirs.", panel=DIR_MODE
+    )
+    dirs: int | None = option(  # None = not given: 1
+        None,
+        "-n",
+        "--dirs",
+        help="Dir mode: dirs per thread (0 = files straight into PATH).",
+        panel=DIR_MODE,
+        cli_type=int | None,
+        metavar="N",
+        shown="1",
+        low=0,
+    )
+    files: int | None = option(  # None = not given: 1
+        None,
+        "-N",
+        "--files",
+        help="Dir mode: files per dir.",
+        panel=DIR_MODE,
+        cli_type=int | None,
+        metavar="N",
+        shown="1",
+        low=0,
+    )
+    dirsharing: bool = option(
+        False,
+        "--dirsharing",
+        help="Dir mode: all threads put their files in one set of dirs.",
+        panel=DIR_MODE,
+    )
+    nodelerr: bool = option(
+        False,
+        "--nodelerr",
+        help="Dir mode: deleting a file or dir that is already gone counts as done "
+        "(cleans up after a time-limited or interrupted run).",
+        panel=DIR_MODE,
+    )
+    threads: int = option(
+        1, "-t", "--threads", help="Threads (coroutines).", panel=WORKLOAD, metavar="N", low=1
+    )
+    block_size: int = option(
+        DEFAULT_BLOCK,
+        "-b",
+        "--block",
+        help="Block size, e.g. 4k, 1M.",
+        panel=WORKLOAD,
+        metavar="SIZE",
+        parse=size,
+    )
+    size_bytes: int = option(  # per path; 0 = detect (reads, block devices)
+        None,
+        "-s",
+        "--size",
+        help="Size per file (dir mode: 0 = create empty files).",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="detect for reads and block devices; 0 in dir mode",
+        parse=size,
+        json_key="size",
+    )
+    iodepth: int = option(
+        1,
+        "--iodepth",
+        help="Operations in flight per thread.",
+        panel=WORKLOAD,
+        metavar="N",
+        low=1,
+    )
+    direct: bool = option(False, "--direct", help="Use O_DIRECT.", panel=WORKLOAD)
+    rand: bool = option(False, "--rand", help="Random offsets.", panel=WORKLOAD)
+    randamount_bytes: int | None = option(  # over all threads; None = each its whole slice
+        None,
+        "--randamount",
+        help="Bytes to transfer with --rand over all threads.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="each thread its whole slice",
+        parse=optional_size,
+        json_key="randamount",
+    )
+    norandalign: bool = option(
+        False,
+        "--norandalign",
+        help="Random offsets not aligned to the block size.",
+        panel=WORKLOAD,
+    )
+    backward: bool = option(
+        False,
+        "--backward",
+        help="Sequential access from the end of each slice backwards.",
+        panel=WORKLOAD,
+    )
+    strided: bool = option(  # thread r takes blocks r, r + threads, r + 2*threads, ...
+        False,
+        "--strided",
+        help="Interleaved access: thread r takes blocks r, r+t, r+2t, ... of all PATHs.",
+        panel=WORKLOAD,
+    )
+    trunc: bool = option(
+        False, "--trunc", help="Truncate files to 0 before a write phase.", panel=WORKLOAD
+    )
+    trunctosize: bool = option(
+        False,
+        "--trunctosize",
+        help="Set each file's size to -s before a write phase (a larger file is cut).",
+        panel=WORKLOAD,
+    )
+    preallocfile: bool = option(
+        False,
+        "--preallocfile",
+        help="Allocate -s bytes (posix_fallocate) before a write phase.",
+        panel=WORKLOAD,
+    )
+    sync: bool = option(
+        False,
+        "--sync",
+        help="Flush the targets' filesystems before the first and after each phase.",
+        panel=WORKLOAD,
+    )
+    infloop: bool = option(
+        False,
+        "--infloop",
+        help="Each thread starts its work over when done, until --timelimit (or Ctrl+C).",
+        panel=WORKLOAD,
+    )
+    iterations: int = option(
+        1,
+        "-i",
+        "--iterations",
+        help="Run the whole phase sequence N times, then a summary.",
+        panel=WORKLOAD,
+        metavar="N",
+        low=1,
+    )
+    verify: int | None = option(  # SALT: the word at file offset o holds o + SALT
+        None,
+        "--verify",
+        help="Write the 64-bit word o + SALT at every file offset o; reads check it and "
+        "stop at the first mismatch.",
+        panel=WORKLOAD,
+        cli_type=int | None,
+        metavar="SALT",
+        shown="off",
+    )
+    verifydirect: bool = option(
+        False,
+        "--verifydirect",
+        help="With --verify: read each block back right after writing it.",
+        panel=WORKLOAD,
+    )
+    blockvarpct: int | None = option(  # None: stamped pool windows; else % refilled
+        None,
+        "--blockvarpct",
+        help="Share of each block refilled with new random data before each write "
+        "(0 = the same block every time). CPU cost: about 0.3 ms per MiB refilled on "
+        "one core. Without it: windows of a random pool, each 4 KiB stamped unique "
+        "(incompressible, nothing to dedup) at no cost per write.",
+        panel=WORKLOAD,
+        cli_type=int | None,
+        metavar="PCT",
+        shown="no refill",
+    )
+    rwmixpct: int | None = option(  # in the write phase, this % of the operations read
+        None,
+        "--rwmixpct",
+        help="With -w: PCT % of the operations read instead of write (elbencho's rule: "
+        "thread r's operation n reads if (r + n) % 100 < PCT). The files must exist "
+        "with their full size; the phase is named RWMIX<PCT>.",
+        panel=WORKLOAD,
+        cli_type=int | None,
+        metavar="PCT",
+        shown="off",
+    )
+    limitread_bps: int = option(  # bytes per second per thread in read phases; 0 = none
+        None,
+        "--limitread",
+        help="Read at most SIZE bytes per second per thread, e.g. 20m; latency is also "
+        "reported from each operation's scheduled start.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="no limit",
+        parse=_rate,
+        json_key="limitread",
+    )
+    limitwrite_bps: int = option(  # likewise in write phases
+        None,
+        "--limitwrite",
+        help="Likewise for writes, per thread.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="no limit",
+        parse=_rate,
+        json_key="limitwrite",
+    )
+    dropcache: bool = option(
+        False,
+        "--dropcache",
+        help="Drop the page cache before the first and after each phase (root; use "
+        "with --sync, only clean pages can be dropped).",
+        panel=WORKLOAD,
+    )
+    timelimit_s: int = option(  # 0 = none
+        0,
+        "--timelimit",
+        help="Seconds per phase; 0 = no limit.",
+        panel=WORKLOAD,
+        metavar="SECS",
+        low=0,
+    )
     # A finer limit for in-process callers (``aiobench check`` gives each test a share of
     # its budget); when set it is the phase limit instead of timelimit_s. No option sets it.
     timelimit_ns: int = 0
-    label: str
-    live: bool
-    live_interval_ms: int = DEFAULT_LIVE_INTERVAL_MS
-    json_path: str | None
-    livecsv_path: str | None = None
-    livejson_path: str | None = None
-    jsonfile_path: str | None = None
-    csvfile_path: str | None = None
-    resfile_path: str | None = None
-    pertarget: bool | None = None  # None: only a hint when one target is slow
+    label: str = option(
+        "",
+        "--label",
+        help="Label stored in the results.",
+        panel=OUTPUTS,
+        metavar="TEXT",
+        shown="none",
+    )
+    live: bool = option(
+        False,
+        "--nolive",
+        help="No live progress line (only drawn on a terminal).",
+        panel=OUTPUTS,
+        parse=_not,
+    )
+    live_interval_ms: int = option(
+        DEFAULT_LIVE_INTERVAL_MS,
+        "--liveint",
+        help="Interval of the live line and of the latency-over-time series, in ms.",
+        panel=OUTPUTS,
+        metavar="MS",
+    )
+    json_path: str | None = option(
+        None,
+        "--json",
+        help="Write one JSON document; '-' = stdout only JSON.",
+        panel=OUTPUTS,
+        cli_type=str | None,
+        metavar="FILE|-",
+        shown="none",
+    )
+    livecsv_path: str | None = option(
+        None,
+        "--livecsv",
+        help="Append a CSV row per interval (elbencho's live columns, then latency); "
+        "stdout or '-': to stdout, the table to stderr.",
+        panel=OUTPUTS,
+        cli_type=str | None,
+        metavar="FILE|stdout",
+        shown="none",
+        parse=_stdout_name,
+    )
+    livejson_path: str | None = option(
+        None,
+        "--livejson",
+        help="Append a JSON line per interval; stdout or '-': to stdout, the table to stderr.",
+        panel=OUTPUTS,
+        cli_type=str | None,
+        metavar="FILE|stdout",
+        shown="none",
+        parse=_stdout_name,
+    )
+    jsonfile_path: str | None = option(
+        None,
+        "--jsonfile",
+        help="Append a JSON line per phase.",
+        panel=OUTPUTS,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    csvfile_path: str | None = option(
+        None,
+        "--csvfile",
+        help="Append a CSV row per phase (elbencho's columns, then percentiles).",
+        panel=OUTPUTS,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    resfile_path: str | None = option(
+        None,
+        "--resfile",
+        help="Append the result table with date and command.",
+        panel=OUTPUTS,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    pertarget: bool | None = option(  # None: only a hint when one target is slow
+        None,
+        "--pertarget/--nopertarget",
+        help="Per-target report (min/max target, average, aggregate) in the table; "
+        "--nopertarget: not even the line naming a slow target (always in JSON).",
+        panel=OUTPUTS,
+        cli_type=bool | None,
+        shown="only a line naming a target over 10 % below the average",
+    )
     # elbencho's table rows (the JSON has everything anyway).
-    lat: bool = False  # min/avg/max latency rows
-    latpercent: bool = False  # the percentile row (also with latpercent9s > 0)
-    latpercent9s: int = 0  # nines after 99 in that row: 2 = 99.9 and 99.99 too
-    lathisto: bool = False  # the histogram row
-    cpu: bool = False  # the CPU util % row
-    dryrun: bool = False  # print the plan; create, open and measure nothing
-    seed: int
-    force: bool
-    mpi: bool = False  # run as an MPI rank even if no launcher is seen
-    nosvcshare: bool = False  # under MPI: each rank works on the whole dataset
-    ioengine: str = "python"  # --ioengine, resolved: "native" or "python"
+    lat: bool = option(
+        False, "--lat", help="Latency rows (min, avg, max) in the table.", panel=OUTPUTS
+    )
+    latpercent: bool = option(  # (also shown with latpercent9s > 0)
+        False,
+        "--latpercent",
+        help="Latency percentile row in the table (1, 50, 75, 99 %).",
+        panel=OUTPUTS,
+    )
+    latpercent9s: int = option(  # nines after 99: 2 = 99.9 and 99.99 too
+        0,
+        "--latpercent9s",
+        help="Also N nines after 99 in the percentile row (2: 99.9 and 99.99 %); shows the row.",
+        panel=OUTPUTS,
+        metavar="N",
+    )
+    lathisto: bool = option(
+        False,
+        "--lathisto",
+        help="Latency histogram row in the table (4 buckets per power of 2 us).",
+        panel=OUTPUTS,
+    )
+    cpu: bool = option(
+        False,
+        "--cpu",
+        help="CPU util % row in the table (this process, all cores).",
+        panel=OUTPUTS,
+    )
+    dryrun: bool = option(
+        False,
+        "--dryrun",
+        help="Print the plan (targets, threads, files and dirs per thread, bytes per "
+        "phase) and exit; nothing is created, opened or measured.",
+        panel=SAFETY,
+    )
+    seed: int = option(
+        None,
+        "--seed",
+        help="Seed of the random offsets and data (recorded in the results).",
+        panel=WORKLOAD,
+        cli_type=int | None,
+        metavar="N",
+        shown="random, recorded",
+        parse=_seed,
+        default=0,
+    )
+    force: bool = option(
+        False,
+        "--force",
+        help="Write to a block device even if it holds a filesystem or partition "
+        "signature (never when it is mounted), and write more than the target "
+        "filesystem has free.",
+        panel=SAFETY,
+    )
+    mpi: bool = option(
+        False,
+        "--mpi",
+        help="Run as one rank of an MPI job (found without it under mpirun and srun); "
+        "needs the aiobench[mpi] extra.",
+        panel=SCALE_OUT,
+    )
+    nosvcshare: bool = option(
+        False,
+        "--nosvcshare",
+        help="Under MPI: each rank works on the whole dataset with its own -t threads, "
+        "instead of a share of it.",
+        panel=SCALE_OUT,
+    )
+    ioengine: str = option(  # resolved: "native" or "python"
+        None,
+        "--ioengine",
+        help="How operations are issued: native (C) or python (the reference engine).",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="native|python",
+        shown="native where it was built, else python",
+        parse=lambda name, _: ioengines.checked(name),
+        default=ioengines.PYTHON,
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -178,213 +579,162 @@ class BenchConfig:
         return [name for name, on in given if on]
 
     def to_dict(self) -> dict[str, object]:
-        out = asdict(self)
-        out["paths"] = list(self.paths)
-        out["argv"] = list(self.argv)
+        """The JSON document's ``config``: every field, by its JSON key."""
+        out: dict[str, object] = {}
+        for f in fields(self):
+            opt: Opt | None = f.metadata.get(OPT)
+            value = getattr(self, f.name)
+            out[opt.json_key or f.name if opt else f.name] = (
+                list(value) if isinstance(value, tuple) else value
+            )
         return out
 
 
-def build_config(
-    *,
-    paths: list[str],
-    write: bool,
-    read: bool,
-    threads: int,
-    block: str,
-    size: str | None,
-    iodepth: int,
-    direct: bool,
-    rand: bool,
-    randamount: str | None,
-    norandalign: bool,
-    timelimit: int,
-    backward: bool = False,
-    strided: bool = False,
-    trunc: bool = False,
-    trunctosize: bool = False,
-    preallocfile: bool = False,
-    sync: bool = False,
-    dropcache: bool = False,
-    infloop: bool = False,
-    iterations: int = 1,
-    verify: int | None = None,
-    verifydirect: bool = False,
-    blockvarpct: int | None = None,
-    rwmixpct: int | None = None,
-    limitread: str | None = None,
-    limitwrite: str | None = None,
-    label: str,
-    nolive: bool,
-    json_path: str | None,
-    live_interval_ms: int = DEFAULT_LIVE_INTERVAL_MS,
-    livecsv_path: str | None = None,
-    livejson_path: str | None = None,
-    jsonfile_path: str | None = None,
-    csvfile_path: str | None = None,
-    resfile_path: str | None = None,
-    pertarget: bool | None = None,
-    lat: bool = False,
-    latpercent: bool = False,
-    latpercent9s: int = 0,
-    lathisto: bool = False,
-    cpu: bool = False,
-    dryrun: bool = False,
-    seed: int | None,
-    force: bool,
-    mpi: bool = False,
-    nosvcshare: bool = False,
-    ioengine: str | None = None,
-    argv: tuple[str, ...] = (),
-    mkdirs: bool = False,
-    stat: bool = False,
-    delfiles: bool = False,
-    deldirs: bool = False,
-    dirs: int | None = None,
-    files: int | None = None,
-    dirsharing: bool = False,
-    nodelerr: bool = False,
-) -> BenchConfig:
-    """Turn raw option values into a :class:`BenchConfig`, or raise :class:`ConfigError`."""
-    if not paths:
-        raise ConfigError("missing PATH: name at least one file, block device or directory")
-    _check_path_count(paths)
-    expanded: list[str] = []
-    for path in paths:
-        expanded.extend(expand_brackets(path))
-    seen: dict[str, str] = {}
-    for path in expanded:
-        key = os.path.normpath(os.path.abspath(path))  # f and ./f are one file
-        if key in seen:
-            also = "" if seen[key] == path else f" (also as {seen[key]})"
-            raise ConfigError(f"PATH: {path} is given more than once{also}")
-        seen[key] = path
-    if not (write or read or mkdirs or stat or delfiles or deldirs):
+# Options of the command line only, not of a run: where to launch it.
+LAUNCH_OPTIONS = (
+    Opt(
+        flags=("--hosts",),
+        help="Run the same command on these hosts, one MPI rank each (a host named twice "
+        "gets two), through the mpirun found next to this Python or on PATH.",
+        panel=SCALE_OUT,
+        given=None,
+        cli_type=str | None,
+        metavar="HOST,HOST...",
+        shown="this host only",
+    ),
+    Opt(
+        flags=("--hostsfile",),
+        help="Likewise, the hosts one per line (# comments).",
+        panel=SCALE_OUT,
+        given=None,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    ),
+)
+
+
+def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
+    """A :class:`BenchConfig` of raw option values, named as the long options are
+    (``block="4k"``, ``nolive=True``; one not given takes its default), or
+    :class:`ConfigError`. Besides :func:`validate`, it checks what this process may do
+    (``--dropcache`` needs the right to drop the page cache)."""
+    values = parsed(BenchConfig, raw)
+    values["ioengine_fallback"] = raw.get("ioengine") is None and (
+        values["ioengine"] == ioengines.PYTHON
+    )
+    cfg = BenchConfig(argv=argv, **values)  # type: ignore[arg-type]
+    validate(cfg)
+    if cfg.dropcache and not os.access(DROP_CACHES, os.W_OK):
+        raise ConfigError(
+            f"--dropcache: needs root (it writes {DROP_CACHES}); run as root or leave it out"
+        )
+    return cfg
+
+
+def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
+    """Every check of options together that needs no disk; raises :class:`ConfigError`.
+
+    With ``path_type`` (what the engine found at PATH, :mod:`aiobench.targets`), also
+    the checks of options against it (dir mode refuses --rand, ...)."""
+    if not (cfg.write or cfg.read or cfg.mkdirs or cfg.stat or cfg.delfiles or cfg.deldirs):
         raise ConfigError(
             "nothing to do: give -w/--write and/or -r/--read "
             "(in dir mode also -d/--mkdirs, --stat, -F/--delfiles, -D/--deldirs)"
         )
-    for name, count in (("-n/--dirs", dirs), ("-N/--files", files)):
-        if count is not None and count < 0:
-            raise ConfigError(f"{name}: must not be negative (got {count})")
+    for name, count in (("-n/--dirs", cfg.dirs), ("-N/--files", cfg.files)):
         if count is not None and count > MAX_ENTRIES:
             raise ConfigError(
                 f"{name}: at most 2^40 (got {count}); that many entries take 12 days at a "
                 "million creates a second"
             )
-    if files == 0 and (write or read or stat or delfiles):
+    if cfg.files == 0 and cfg.file_phases:
         raise ConfigError(
             "-N/--files: 0 files leave nothing to write, read, stat or delete; give 1 or more"
         )
-    if threads < 1:
-        raise ConfigError(f"-t/--threads: must be at least 1 (got {threads})")
-    if iodepth < 1:
-        raise ConfigError(f"--iodepth: must be at least 1 (got {iodepth})")
-    if threads * iodepth > MAX_SLOTS:
+    if cfg.slots > MAX_SLOTS:
         raise ConfigError(
-            f"-t/--threads x --iodepth: {threads * iodepth} slots exceed the limit of "
+            f"-t/--threads x --iodepth: {cfg.slots} slots exceed the limit of "
             f"{MAX_SLOTS} in one process (use MPI ranks for more)"
         )
-    _check_entries(threads, dirs, files, dirsharing)
-    block_size = parse_size(block, "-b/--block")
-    if block_size == 0:
+    _check_entries(cfg.threads, cfg.dirs, cfg.files, cfg.dirsharing)
+    _check_workload(cfg)
+    _check_outputs(cfg)
+    if path_type == PathType.DIR:
+        _check_dir_mode(cfg)
+    elif path_type is not None:
+        _check_file_mode(cfg, path_type)
+
+
+def _check_workload(cfg: BenchConfig) -> None:
+    block = cfg.block_size
+    if block == 0:
         raise ConfigError("-b/--block: must be greater than 0")
-    if block_size > MAX_BLOCK:
+    if block > MAX_BLOCK:
         raise ConfigError(
             f"-b/--block: at most {MAX_BLOCK} bytes (2 GiB - 4 KiB), the most Linux moves "
-            f"in one read or write call (got {block_size})"
+            f"in one read or write call (got {block})"
         )
-    size_bytes = 0 if size is None else parse_size(size, "-s/--size")
-    if timelimit < 0:
-        raise ConfigError(f"--timelimit: must not be negative (got {timelimit})")
-    if timelimit > MAX_SECONDS:
-        raise ConfigError(f"--timelimit: at most {MAX_SECONDS} s, 36 years (got {timelimit})")
-    if direct and block_size % DIRECT_ALIGN:
+    if cfg.timelimit_s > MAX_SECONDS:
+        raise ConfigError(f"--timelimit: at most {MAX_SECONDS} s, 36 years (got {cfg.timelimit_s})")
+    if cfg.direct and block % DIRECT_ALIGN:
         raise ConfigError(
-            f"-b/--block: {block_size} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
+            f"-b/--block: {block} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
         )
-    amount: int | None = None
-    if randamount is not None:
-        if not rand:
-            raise ConfigError("--randamount: only applies with --rand")
-        amount = parse_size(randamount, "--randamount")
-        if amount == 0:
-            raise ConfigError("--randamount: must be greater than 0")
-    if norandalign and not rand:
+    if cfg.randamount_bytes is not None and not cfg.rand:
+        raise ConfigError("--randamount: only applies with --rand")
+    if cfg.norandalign and not cfg.rand:
         raise ConfigError("--norandalign: only applies with --rand")
-    if norandalign and direct:
+    if cfg.norandalign and cfg.direct:
         raise ConfigError(
             "--norandalign: cannot be combined with --direct (O_DIRECT needs aligned offsets)"
         )
-    for name, on in (("--backward", backward), ("--strided", strided)):
-        if on and rand:
+    for name, on in (("--backward", cfg.backward), ("--strided", cfg.strided)):
+        if on and cfg.rand:
             raise ConfigError(
                 f"{name}: an order of sequential access; cannot be combined with --rand"
             )
-    for name, on in (
-        ("--trunc", trunc),
-        ("--trunctosize", trunctosize),
-        ("--preallocfile", preallocfile),
-    ):
-        if on and not write:
+    for name in cfg.file_size_options():
+        if not cfg.write:
             raise ConfigError(f"{name}: only applies with -w/--write (it acts before writing)")
-    if dropcache and not os.access(DROP_CACHES, os.W_OK):
+    if cfg.iterations > MAX_ITERATIONS:
         raise ConfigError(
-            f"--dropcache: needs root (it writes {DROP_CACHES}); run as root or leave it out"
-        )
-    if iterations < 1:
-        raise ConfigError(f"-i/--iterations: must be at least 1 (got {iterations})")
-    if iterations > MAX_ITERATIONS:
-        raise ConfigError(
-            f"-i/--iterations: at most {MAX_ITERATIONS} (got {iterations}); every block's "
+            f"-i/--iterations: at most {MAX_ITERATIONS} (got {cfg.iterations}); every block's "
             "result is kept in memory"
         )
-    if verify is not None:
-        if not 0 < verify < 2**64:
-            raise ConfigError(f"--verify: the salt must be between 1 and 2^64-1 (got {verify})")
-        if write and rand:
+    if cfg.verify is not None:
+        if not 0 < cfg.verify < 2**64:
+            raise ConfigError(f"--verify: the salt must be between 1 and 2^64-1 (got {cfg.verify})")
+        if cfg.write and cfg.rand:
             raise ConfigError(
                 "--verify: cannot check random writes (give -w without --rand, then -r --rand)"
             )
-    if blockvarpct is not None:
-        if not 0 <= blockvarpct <= 100:
-            raise ConfigError(f"--blockvarpct: must be between 0 and 100 (got {blockvarpct})")
-        if verify is not None:
+    if cfg.blockvarpct is not None:
+        if not 0 <= cfg.blockvarpct <= 100:
+            raise ConfigError(f"--blockvarpct: must be between 0 and 100 (got {cfg.blockvarpct})")
+        if cfg.verify is not None:
             raise ConfigError(
                 "--blockvarpct: cannot be combined with --verify (the pattern is the data)"
             )
-    limits = {}
-    for name, given in (("--limitread", limitread), ("--limitwrite", limitwrite)):
-        limits[name] = 0 if given is None else parse_size(given, name)
-        if given is not None and limits[name] == 0:
-            raise ConfigError(f"{name}: must be greater than 0 bytes per second")
-    if rwmixpct is not None:
-        _check_rwmix(
-            rwmixpct,
-            write=write,
-            refused=[
-                ("--verify", verify is not None),
-                ("--limitread", bool(limits["--limitread"])),
-                ("--limitwrite", bool(limits["--limitwrite"])),
-                ("--trunc", trunc),
-            ],
-        )
-    if verifydirect:
-        if verify is None:
+    _check_rwmix(cfg)
+    if cfg.verifydirect:
+        if cfg.verify is None:
             raise ConfigError("--verifydirect: needs --verify SALT (the pattern to check)")
-        if not write:
+        if not cfg.write:
             raise ConfigError("--verifydirect: only applies with -w/--write")
-    if backward and strided:
+    if cfg.backward and cfg.strided:
         raise ConfigError("--backward: cannot be combined with --strided (pick one order)")
-    if json_path is not None and not json_path:
+
+
+def _check_outputs(cfg: BenchConfig) -> None:
+    if cfg.json_path is not None and not cfg.json_path:
         raise ConfigError("--json: give a file name or '-' for stdout")
-    livecsv_path = "-" if livecsv_path in STDOUT_NAMES else livecsv_path
-    livejson_path = "-" if livejson_path in STDOUT_NAMES else livejson_path
     to_stdout = [
         option
         for option, path in (
-            ("--json", json_path),
-            ("--livecsv", livecsv_path),
-            ("--livejson", livejson_path),
+            ("--json", cfg.json_path),
+            ("--livecsv", cfg.livecsv_path),
+            ("--livejson", cfg.livejson_path),
         )
         if path == "-"
     ]
@@ -393,92 +743,73 @@ def build_config(
             f"{to_stdout[1]}: {' and '.join(to_stdout)} cannot both write to stdout; "
             "give one of them a file name"
         )
-    if live_interval_ms < MIN_LIVE_INTERVAL_MS:
-        raise ConfigError(
-            f"--liveint: must be at least {MIN_LIVE_INTERVAL_MS} ms (got {live_interval_ms})"
-        )
-    if live_interval_ms > MAX_SECONDS * 1000:
-        raise ConfigError(
-            f"--liveint: at most {MAX_SECONDS * 1000} ms, 36 years (got {live_interval_ms})"
-        )
+    interval = cfg.live_interval_ms
+    if interval < MIN_LIVE_INTERVAL_MS:
+        raise ConfigError(f"--liveint: must be at least {MIN_LIVE_INTERVAL_MS} ms (got {interval})")
+    if interval > MAX_SECONDS * 1000:
+        raise ConfigError(f"--liveint: at most {MAX_SECONDS * 1000} ms, 36 years (got {interval})")
     _check_output_names(
-        expanded,
+        list(cfg.paths),
         [
-            ("--json", json_path if json_path != "-" else None),
-            ("--jsonfile", jsonfile_path),
-            ("--csvfile", csvfile_path),
-            ("--resfile", resfile_path),
-            ("--livecsv", livecsv_path if livecsv_path != "-" else None),
-            ("--livejson", livejson_path if livejson_path != "-" else None),
+            ("--json", cfg.json_path if cfg.json_path != "-" else None),
+            ("--jsonfile", cfg.jsonfile_path),
+            ("--csvfile", cfg.csvfile_path),
+            ("--resfile", cfg.resfile_path),
+            ("--livecsv", cfg.livecsv_path if cfg.livecsv_path != "-" else None),
+            ("--livejson", cfg.livejson_path if cfg.livejson_path != "-" else None),
         ],
     )
-    if not 0 <= latpercent9s <= MAX_NINES:
+    if not 0 <= cfg.latpercent9s <= MAX_NINES:
         raise ConfigError(
-            f"--latpercent9s: between 0 and {MAX_NINES} nines after 99 (got {latpercent9s})"
+            f"--latpercent9s: between 0 and {MAX_NINES} nines after 99 (got {cfg.latpercent9s})"
         )
-    if seed is not None and not 0 <= seed < 2**63:
-        raise ConfigError(f"--seed: must be between 0 and 2^63-1 (got {seed})")
-    engine = ioengines.checked(ioengine)
-    return BenchConfig(
-        paths=tuple(expanded),
-        write=write,
-        read=read,
-        mkdirs=mkdirs,
-        stat=stat,
-        delfiles=delfiles,
-        deldirs=deldirs,
-        dirs=dirs,
-        files=files,
-        dirsharing=dirsharing,
-        nodelerr=nodelerr,
-        threads=threads,
-        block_size=block_size,
-        size=size_bytes,
-        iodepth=iodepth,
-        direct=direct,
-        rand=rand,
-        randamount=amount,
-        norandalign=norandalign,
-        backward=backward,
-        strided=strided,
-        trunc=trunc,
-        trunctosize=trunctosize,
-        preallocfile=preallocfile,
-        sync=sync,
-        dropcache=dropcache,
-        infloop=infloop,
-        iterations=iterations,
-        verify=verify,
-        verifydirect=verifydirect,
-        blockvarpct=blockvarpct,
-        rwmixpct=rwmixpct,
-        limitread=limits["--limitread"],
-        limitwrite=limits["--limitwrite"],
-        timelimit_s=timelimit,
-        label=label,
-        live=not nolive,
-        live_interval_ms=live_interval_ms,
-        json_path=json_path,
-        livecsv_path=livecsv_path,
-        livejson_path=livejson_path,
-        jsonfile_path=jsonfile_path,
-        csvfile_path=csvfile_path,
-        resfile_path=resfile_path,
-        pertarget=pertarget,
-        lat=lat,
-        latpercent=latpercent,
-        latpercent9s=latpercent9s,
-        lathisto=lathisto,
-        cpu=cpu,
-        dryrun=dryrun,
-        seed=secrets.randbits(63) if seed is None else seed,
-        force=force,
-        mpi=mpi,
-        nosvcshare=nosvcshare,
-        ioengine=engine,
-        ioengine_fallback=ioengine is None and engine == ioengines.PYTHON,
-        argv=argv,
+
+
+def _check_dir_mode(cfg: BenchConfig) -> None:
+    """Dir mode (PATH is a directory) refuses what only file mode has."""
+    for name, given in (
+        ("--rand", cfg.rand),
+        ("--randamount", cfg.randamount_bytes is not None),
+        ("--norandalign", cfg.norandalign),
+        ("--backward", cfg.backward),
+        ("--strided", cfg.strided),
+    ):
+        if given:
+            raise ConfigError(f"{name}: not supported in dir mode (files are read whole)")
+    not_yet = (
+        ("--infloop", cfg.infloop),
+        ("--verify", cfg.verify is not None),
+        ("--blockvarpct", cfg.blockvarpct is not None),
+        ("--rwmixpct", cfg.rwmixpct is not None),
+        ("--limitread", bool(cfg.limitread_bps)),
+        ("--limitwrite", bool(cfg.limitwrite_bps)),
     )
+    for name, given in not_yet:
+        if given:
+            raise ConfigError(f"{name}: not supported in dir mode yet")
+    resizing = cfg.file_size_options()
+    if resizing:
+        raise ConfigError(f"{resizing[0]}: not supported in dir mode yet (files are created whole)")
+    if cfg.direct and cfg.size_bytes % DIRECT_ALIGN:
+        raise ConfigError(
+            f"-s/--size: {cfg.size_bytes} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
+        )
+    if cfg.num_dirs == 0 and (cfg.mkdirs or cfg.deldirs) and not cfg.file_phases:
+        raise ConfigError("-n/--dirs: 0 dirs leave -d/--mkdirs and -D/--deldirs nothing to do")
+
+
+def _check_file_mode(cfg: BenchConfig, path_type: PathType) -> None:
+    """File and block-device mode refuse dir mode's options."""
+    kind = "block device" if path_type == PathType.BLOCKDEV else path_type
+    dir_only = cfg.dir_mode_options()
+    if dir_only:
+        raise ConfigError(
+            f"{dir_only[0]}: only applies in dir mode (PATH is a directory), "
+            f"but {cfg.paths[0]} is a {kind}"
+        )
+    resizing = cfg.file_size_options()
+    if resizing and path_type == PathType.BLOCKDEV:
+        raise ConfigError(f"{resizing[0]}: only applies to files (a block device keeps its size)")
 
 
 def open_file_cap() -> int:
@@ -519,10 +850,13 @@ def _check_entries(threads: int, dirs: int | None, files: int | None, sharing: b
         )
 
 
-def _check_rwmix(pct: int, *, write: bool, refused: list[tuple[str, bool]]) -> None:
+def _check_rwmix(cfg: BenchConfig) -> None:
+    pct = cfg.rwmixpct
+    if pct is None:
+        return
     if not 0 <= pct <= 100:
         raise ConfigError(f"--rwmixpct: must be between 0 and 100 (got {pct})")
-    if not write:
+    if not cfg.write:
         raise ConfigError("--rwmixpct: only applies with -w/--write (it mixes reads into it)")
     pacing = "one thread's reads and writes share one schedule; elbencho paces them apart"
     reasons = {
@@ -531,6 +865,12 @@ def _check_rwmix(pct: int, *, write: bool, refused: list[tuple[str, bool]]) -> N
         "--limitread": pacing,
         "--limitwrite": pacing,
     }
+    refused = (
+        ("--verify", cfg.verify is not None),
+        ("--limitread", bool(cfg.limitread_bps)),
+        ("--limitwrite", bool(cfg.limitwrite_bps)),
+        ("--trunc", cfg.trunc),
+    )
     for name, given in refused:
         if given:
             why = reasons[name]
@@ -540,12 +880,12 @@ def _check_rwmix(pct: int, *, write: bool, refused: list[tuple[str, bool]]) -> N
 def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]]) -> None:
     """Result files: named, each a file of its own, never one of the benchmark PATHs."""
     seen: dict[str, str] = {os.path.realpath(p): "PATH" for p in paths}
-    for option, path in outputs:
+    for name, path in outputs:
         if path is None:
             continue
         if not path:
-            raise ConfigError(f"{option}: give a file name")
+            raise ConfigError(f"{name}: give a file name")
         key = os.path.realpath(path)
         if key in seen:
-            raise ConfigError(f"{option}: {path} is also given as {seen[key]}")
-        seen[key] = option
+            raise ConfigError(f"{name}: {path} is also given as {seen[key]}")
+        seen[key] = name

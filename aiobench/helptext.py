@@ -1,7 +1,8 @@
 """``aiobench --help``: options in panels, real placeholders, every default, examples.
 
-The options are declared once, in :mod:`aiobench.cli`; this module only says how their help
-is laid out (plain text, no rich: ``--help`` must start fast). Imports nothing heavy.
+The options are declared once (:mod:`aiobench.options`), each with its panel, placeholder
+and default as --help shows them; this module only lays their help out (plain text, no
+rich: ``--help`` must start fast). Imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -10,73 +11,16 @@ from typing import Any
 
 from typer.core import TyperCommand
 
+from aiobench.config import LAUNCH_OPTIONS, BenchConfig
+from aiobench.options import PANEL_TITLES, declared
+
+_OPTIONS = [opt for _, opt in declared(BenchConfig) if not opt.argument] + list(LAUNCH_OPTIONS)
 # Panels in the order they are shown, each with its options (parameter names) in order.
-PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "Workload",
-        (
-            "write", "read", "threads", "block", "size", "iodepth", "direct", "rand",
-            "randamount", "norandalign", "backward", "strided", "timelimit", "infloop",
-            "iterations", "rwmixpct", "blockvarpct", "verify", "verifydirect", "limitread",
-            "limitwrite", "trunc", "trunctosize", "preallocfile", "sync", "dropcache", "seed",
-            "ioengine",
-        ),
-    ),
-    (
-        "Dir mode (PATH is a directory)",
-        ("mkdirs", "stat", "delfiles", "deldirs", "dirs", "files", "dirsharing", "nodelerr"),
-    ),
-    (
-        "Outputs",
-        (
-            "lat", "latpercent", "latpercent9s", "lathisto", "cpu", "pertarget", "json_out",
-            "jsonfile", "csvfile", "resfile", "livecsv", "livejson", "nolive", "liveint",
-            "label",
-        ),
-    ),
-    ("Scale-out (MPI)", ("hosts", "hostsfile", "mpi", "nosvcshare")),
-    ("Safety", ("dryrun", "force")),
-)  # fmt: skip
+PANELS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (title, tuple(opt.name for opt in _OPTIONS if opt.panel == title)) for title in PANEL_TITLES
+)
+
 OTHER_PANEL = "Other"
-# Placeholders where typer would print the Python type (<int>, <str>).
-METAVARS = {
-    "paths": "PATH",
-    "threads": "N",
-    "iodepth": "N",
-    "iterations": "N",
-    "dirs": "N",
-    "files": "N",
-    "block": "SIZE",
-    "size": "SIZE",
-    "randamount": "SIZE",
-    "timelimit": "SECS",
-    "label": "TEXT",
-    "seed": "N",
-}
-# Defaults that are no plain value (the option's own default is None or a marker).
-DEFAULTS = {
-    "size": "detect for reads and block devices; 0 in dir mode",
-    "dirs": "1",
-    "files": "1",
-    "randamount": "each thread its whole slice",
-    "verify": "off",
-    "blockvarpct": "no refill",
-    "rwmixpct": "off",
-    "limitread": "no limit",
-    "limitwrite": "no limit",
-    "label": "none",
-    "seed": "random, recorded",
-    "ioengine": "native where it was built, else python",
-    "pertarget": "only a line naming a target over 10 % below the average",
-    "json_out": "none",
-    "jsonfile": "none",
-    "csvfile": "none",
-    "resfile": "none",
-    "livecsv": "none",
-    "livejson": "none",
-    "hosts": "this host only",
-    "hostsfile": "none",
-}
 EXAMPLES = (
     (
         "Write 4 files of 20 GiB with 16 threads and O_DIRECT (elbencho's first seed command):",
@@ -96,16 +40,7 @@ EXAMPLES = (
 
 class PanelCommand(TyperCommand):
     """typer's command with its options grouped in :data:`PANELS` and the examples at the
-    end; placeholders and defaults from :data:`METAVARS` and :data:`DEFAULTS`."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            if param.name in METAVARS:
-                param.metavar = METAVARS[param.name]
-            if param.name in DEFAULTS and param.param_type_name == "option":
-                # (an Option's attribute; typer's click is not the click mypy sees)
-                setattr(param, "show_default", DEFAULTS[param.name])  # noqa: B010
+    end."""
 
     # (ctx and formatter are those of the click that typer carries with it.)
     def format_options(self, ctx: Any, formatter: Any) -> None:

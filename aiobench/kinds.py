@@ -7,6 +7,8 @@ first phase and after each one.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 MKDIRS = "mkdirs"
 WRITE = "write"
 STAT = "stat"
@@ -33,3 +35,11 @@ def phase_name(kind: str, rwmix_pct: int | None = None) -> str:
     if kind == WRITE and rwmix_pct is not None:
         return f"RWMIX{rwmix_pct}"
     return PHASE_NAMES[kind]
+
+
+class PathType(StrEnum):
+    """What the PATHs of a run are (all of one type): the JSON's ``meta.path_type``."""
+
+    FILE = "file"
+    BLOCKDEV = "blockdev"
+    DIR = "dir"

@@ -76,8 +76,8 @@ def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tup
     if isinstance(layout, DirLayout):
         moves_data = moves_data and layout.file_size > 0
         most_ops = layout.files_per_rank() if cfg.file_phases else layout.dirs
-    elif cfg.rand and cfg.randamount is not None:
-        most_ops = cfg.randamount // slices // layout.block_size
+    elif cfg.rand and cfg.randamount_bytes is not None:
+        most_ops = cfg.randamount_bytes // slices // layout.block_size
     elif cfg.strided:
         most_ops = -(-layout.total_blocks // slices)
     else:  # the last thread takes what the even split leaves
@@ -87,7 +87,7 @@ def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tup
     # two in dir mode (entries and blocks), with --rwmixpct (reads and writes) and under a
     # rate limit (from the scheduled starts too).
     two = isinstance(layout, DirLayout) or cfg.rwmixpct is not None
-    two = two or bool(cfg.limitread or cfg.limitwrite)
+    two = two or bool(cfg.limitread_bps or cfg.limitwrite_bps)
     values = most_ops if not cfg.infloop else 1 << 62
     if isinstance(layout, DirLayout) and moves_data:  # and the blocks of each file
         values *= -(-layout.file_size // layout.block_size)

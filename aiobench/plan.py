@@ -34,7 +34,7 @@ def streams_for(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
         parts = [Slice(r, len(range(r, total, stride))) for r in mine]
     else:
         parts = layout.slices(ctx.slices)[mine.start : mine.stop]
-    counts = ops_per_thread(layout, parts, ctx.slices, cfg.rand, cfg.randamount)
+    counts = ops_per_thread(layout, parts, ctx.slices, cfg.rand, cfg.randamount_bytes)
     pct = rwmix_pct(cfg, kind)
     return [
         OpStream(
@@ -119,4 +119,4 @@ def rate_limit(cfg: BenchConfig, layout: Layout | DirLayout, kind: str) -> int:
     """Bytes per second per thread this phase may move (0 = no limit)."""
     if isinstance(layout, DirLayout):
         return 0
-    return {READ: cfg.limitread, WRITE: cfg.limitwrite}.get(kind, 0)
+    return {READ: cfg.limitread_bps, WRITE: cfg.limitwrite_bps}.get(kind, 0)

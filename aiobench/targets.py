@@ -17,16 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aiobench import ioengines
-from aiobench.config import DIRECT_ALIGN, BenchConfig
+from aiobench.config import BenchConfig, validate
 from aiobench.dirmode import DirLayout
 from aiobench.errors import ConfigError
-from aiobench.kinds import MKDIRS, WRITE
+from aiobench.kinds import MKDIRS, WRITE, PathType
 from aiobench.nofollow import SYMLINK
 from aiobench.units import MAX_BYTES, format_bytes
 
-FILE = "file"
-BLOCKDEV = "blockdev"
-DIR = "dir"
+FILE, BLOCKDEV, DIR = PathType.FILE, PathType.BLOCKDEV, PathType.DIR
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +73,11 @@ class Layout:
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """What an engine found at a PATH before the run: its type (:data:`FILE`,
-    :data:`BLOCKDEV`, :data:`DIR`) and size in bytes, None when it does not exist (a file
-    to create, which ``creatable`` says it can be: its parent is there)."""
+    """What an engine found at a PATH before the run: its type and size in bytes, None
+    when it does not exist (a file to create, which ``creatable`` says it can be: its
+    parent is there)."""
 
-    path_type: str
+    path_type: PathType
     size: int | None
     creatable: bool = True
 
@@ -120,7 +118,7 @@ class Targets:
 class Resolved:
     """What :func:`resolve` learnt from the disk: path type, sizes and notes for the user."""
 
-    path_type: str
+    path_type: PathType
     layout: Layout | DirLayout
     notes: tuple[str, ...]
 
@@ -140,24 +138,18 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None)
         raise ConfigError(f"PATH: all paths must be of one type, got {listing}")
     path_type = kinds.pop()
     if path_type == DIR:
+        validate(cfg, path_type)
         resolved = _resolve_dirs(cfg)
         _check_space(cfg, resolved)
         return resolved
     dir_only = cfg.dir_mode_options()
-    missing = [path for path in cfg.paths if not os.path.lexists(path)]
+    missing = [path for path in cfg.paths if found[path].size is None]
     if dir_only and missing:
         raise ConfigError(
             f"{missing[0]}: does not exist; {dir_only[0]} is for dir mode, which needs an "
             "existing directory as PATH (mkdir it first)"
         )
-    if dir_only:
-        raise ConfigError(
-            f"{dir_only[0]}: only applies in dir mode (PATH is a directory), "
-            f"but {cfg.paths[0]} is a {path_type.replace('blockdev', 'block device')}"
-        )
-    resizing = cfg.file_size_options()
-    if resizing and path_type == BLOCKDEV:
-        raise ConfigError(f"{resizing[0]}: only applies to files (a block device keeps its size)")
+    validate(cfg, path_type)
     sizes = [_target_size(cfg, path, found[path]) for path in cfg.paths]
     notes: list[str] = []
     block = cfg.block_size
@@ -181,9 +173,9 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None)
             f"-t/--threads: {cfg.threads} threads but only {layout.total_blocks} blocks of "
             f"{block} bytes; use fewer threads, a smaller -b or a larger -s"
         )
-    if cfg.randamount is not None and cfg.randamount // cfg.threads < block:
+    if cfg.randamount_bytes is not None and cfg.randamount_bytes // cfg.threads < block:
         raise ConfigError(
-            f"--randamount: {cfg.randamount} bytes give each of the {cfg.threads} threads "
+            f"--randamount: {cfg.randamount_bytes} bytes give each of the {cfg.threads} threads "
             f"less than one block of {block} bytes"
         )
     resolved = Resolved(path_type, layout, tuple(notes))
@@ -236,48 +228,19 @@ def _check_space(cfg: BenchConfig, resolved: Resolved) -> None:
 
 
 def _resolve_dirs(cfg: BenchConfig) -> Resolved:
-    """Dir mode: check options and that the tree the phases need is there; read-only."""
-    for name, given in (
-        ("--rand", cfg.rand),
-        ("--randamount", cfg.randamount is not None),
-        ("--norandalign", cfg.norandalign),
-        ("--backward", cfg.backward),
-        ("--strided", cfg.strided),
-    ):
-        if given:
-            raise ConfigError(f"{name}: not supported in dir mode (files are read whole)")
-    if cfg.infloop:
-        raise ConfigError("--infloop: not supported in dir mode yet")
-    if cfg.verify is not None:
-        raise ConfigError("--verify: not supported in dir mode yet")
-    if cfg.blockvarpct is not None:
-        raise ConfigError("--blockvarpct: not supported in dir mode yet")
-    if cfg.rwmixpct is not None:
-        raise ConfigError("--rwmixpct: not supported in dir mode yet")
-    for name, limit in (("--limitread", cfg.limitread), ("--limitwrite", cfg.limitwrite)):
-        if limit:
-            raise ConfigError(f"{name}: not supported in dir mode yet")
-    resizing = cfg.file_size_options()
-    if resizing:
-        raise ConfigError(f"{resizing[0]}: not supported in dir mode yet (files are created whole)")
+    """Dir mode: the layout, and that the tree the phases need is there; read-only."""
     notes: list[str] = []
     block = cfg.block_size
-    if cfg.direct and cfg.size % DIRECT_ALIGN:
-        raise ConfigError(
-            f"-s/--size: {cfg.size} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
-        )
-    if 0 < cfg.size < block:
-        block = cfg.size  # small files are written whole, in one block (no note: common)
+    if 0 < cfg.size_bytes < block:
+        block = cfg.size_bytes  # small files are written whole, in one block (no note: common)
     if cfg.num_dirs == 0 and (cfg.mkdirs or cfg.deldirs):
-        if not cfg.file_phases:
-            raise ConfigError("-n/--dirs: 0 dirs leave -d/--mkdirs and -D/--deldirs nothing to do")
         notes.append("-n 0: files go straight into PATH; no dirs to create or delete")
     layout = DirLayout(
         num_paths=len(cfg.paths),
         threads=cfg.threads,
         dirs=cfg.num_dirs,
         files=cfg.num_files,
-        file_size=cfg.size,
+        file_size=cfg.size_bytes,
         block_size=block,
         sharing=cfg.dirsharing,
     )
@@ -391,18 +354,20 @@ def _check_tree(cfg: BenchConfig, layout: DirLayout, notes: list[str]) -> None:
 def _target_size(cfg: BenchConfig, path: str, seen: Probe) -> int:
     if seen.path_type == BLOCKDEV:
         dev_size = seen.size or 0
-        if cfg.size > dev_size:
-            raise ConfigError(f"-s/--size: {cfg.size} exceeds the size of {path} ({dev_size})")
-        size = cfg.size or dev_size
+        if cfg.size_bytes > dev_size:
+            raise ConfigError(
+                f"-s/--size: {cfg.size_bytes} exceeds the size of {path} ({dev_size})"
+            )
+        size = cfg.size_bytes or dev_size
     elif seen.size is not None:
         file_size = seen.size
         reads_first = not cfg.write or cfg.rwmixpct is not None  # reads from the start
-        if reads_first and cfg.size > file_size:
+        if reads_first and cfg.size_bytes > file_size:
             raise ConfigError(
-                f"{path}: has {file_size} bytes, fewer than -s/--size {cfg.size} to read"
+                f"{path}: has {file_size} bytes, fewer than -s/--size {cfg.size_bytes} to read"
                 + (" (--rwmixpct reads while it writes; write the file first)" if cfg.write else "")
             )
-        size = cfg.size or (file_size if reads_first else 0)
+        size = cfg.size_bytes or (file_size if reads_first else 0)
     else:
         if cfg.rwmixpct is not None:
             raise ConfigError(
@@ -413,7 +378,7 @@ def _target_size(cfg: BenchConfig, path: str, seen: Probe) -> int:
             raise ConfigError(f"{path}: does not exist (reading needs it; add -w to create it)")
         if not seen.creatable:
             raise ConfigError(f"{path}: parent directory does not exist")
-        size = cfg.size
+        size = cfg.size_bytes
     if size == 0:
         if cfg.write and cfg.rwmixpct is None:
             raise ConfigError("-s/--size: needed (and > 0) to write files")

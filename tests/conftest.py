@@ -483,7 +483,6 @@ def make_cfg(paths: list[str], **over: object) -> BenchConfig:
         timelimit=0,
         label="",
         nolive=True,
-        json_path=None,
         seed=1,
         force=False,
     )

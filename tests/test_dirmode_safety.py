@@ -136,7 +136,7 @@ def run_past_setup(path: Path, **over: Any) -> Doc:
         threads=1,
         dirs=cfg.num_dirs,
         files=cfg.num_files,
-        file_size=cfg.size,
+        file_size=cfg.size_bytes,
         block_size=cfg.block_size,
         sharing=False,
     )

@@ -154,7 +154,7 @@ def test_the_engines_probe_decides_what_a_path_is() -> None:
     with pytest.raises(ConfigError, match="bucket/x: does not exist"):
         resolve(cfg, engine.probe)
     engine.store["bucket/x"] = bytearray(8192)
-    layout = resolve(dataclasses.replace(cfg, size=0), engine.probe).layout
+    layout = resolve(dataclasses.replace(cfg, size_bytes=0), engine.probe).layout
     assert isinstance(layout, Layout) and layout.total_bytes == 8192
 
 

@@ -211,7 +211,7 @@ def test_budget_counts_the_slots_a_phase_allocates(tmp_path: Path, over: dict[st
     args: dict[str, object] = dict(
         paths=[str(tmp_path if dir_mode else tmp_path / "f")],
         write=True, read=False, direct=False, rand=False, randamount=None, norandalign=False,
-        timelimit=0, label="", nolive=True, json_path=None, seed=1, force=False,
+        timelimit=0, label="", nolive=True, seed=1, force=False,
     )  # fmt: skip
     cfg = build_config(**{**args, **over})  # type: ignore[arg-type]
     resolved = resolve(cfg)

@@ -91,7 +91,6 @@ class _Check:
             timelimit=0,
             label=LABEL,
             nolive=True,
-            json_path=None,
             seed=(self.seed + self.runs) % 2**63,
             force=False,
             argv=("aiobench", *argv, path),
@@ -198,7 +197,7 @@ def _metadata(c: _Check, cal: Calibration) -> None:
         dirs=0,
         files=files,
         size="0",
-        live_interval_ms=plan.live_interval_ms(per_phase_ns),
+        liveint=plan.live_interval_ms(per_phase_ns),
     )
     run, _ = c.run(cfg)
     rows = [
@@ -247,7 +246,7 @@ def _file_tests(c: _Check, cal: Calibration, free: int, fstype: str) -> None:
             direct=c.direct,
             rand=test.rand,
             infloop=step is not None,
-            live_interval_ms=plan.live_interval_ms(limit),
+            liveint=plan.live_interval_ms(limit),
         )
         c.progress("writing the test file" if step is None else test.label)
         run, _ = c.run(cfg)

@@ -39,7 +39,7 @@ def _targets(cfg: BenchConfig, resolved: Resolved) -> str:
 def _file_phase_bytes(cfg: BenchConfig, layout: Layout) -> int:
     """Bytes one file-mode phase moves (a time limit or --infloop may change it)."""
     if cfg.rand:
-        amount = layout.total_bytes if cfg.randamount is None else cfg.randamount
+        amount = layout.total_bytes if cfg.randamount_bytes is None else cfg.randamount_bytes
         return amount // cfg.threads // layout.block_size * layout.block_size * cfg.threads
     return layout.total_bytes
 

@@ -9,18 +9,17 @@ import os
 import shlex
 import sys
 import traceback
-from collections.abc import Callable
 from inspect import Parameter
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from aiobench import __version__, interrupts, ioengines, streams
 from aiobench.check.command import check as check_command
 from aiobench.config import LAUNCH_OPTIONS, MAX_NINES, BenchConfig, build_config
+from aiobench.coordinator import abort_job, launch_rank
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.helptext import PanelCommand
-from aiobench.mpi import abort_job, launch_rank
 from aiobench.options import Opt, declared
 from aiobench.streams import guard_standard_streams
 from aiobench.text import printable
@@ -28,7 +27,7 @@ from aiobench.text import printable
 # The rest (numpy, the engines, the renderers) is imported where a command needs it, so
 # that --help and --version start in a fraction of the time (scripts/bench --section cli).
 if TYPE_CHECKING:
-    from aiobench.mpi import World
+    from aiobench.coordinator import Coordinator
     from aiobench.outputs import Outputs
     from aiobench.results import RunResult
     from aiobench.targets import Resolved
@@ -93,74 +92,52 @@ def bench(**options: Any) -> int:
     cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
     if hosts is not None or hostsfile is not None:
         return _on_hosts(cfg, hosts, hostsfile)
-    from aiobench.mpi import World, binding_note
-    from aiobench.mpi import wanted as mpi_wanted
+    from aiobench.coordinator import connect
+    from aiobench.events import Observer
     from aiobench.outputs import Outputs, check_output_files
     from aiobench.render.plan import render_plan
-    from aiobench.runner import (
-        event_loop_name,
-        exit_code,
-        phase_kinds,
-        run_benchmark,
-        run_meta,
-        skipped_note,
-    )
-    from aiobench.targets import DIR
+    from aiobench.runner import exit_code, phase_kinds, run_benchmark, run_meta, skipped_note
 
-    world = World.connect(shared=not cfg.nosvcshare) if mpi_wanted(cfg.mpi) else None
-    if world is None and cfg.nosvcshare:
-        raise ConfigError("--nosvcshare: only applies under MPI (mpirun, srun or --mpi)")
-    lead = world is None or world.rank == 0  # the one process that prints and writes files
-    resolved = _agreed(world, lambda: _resolve(cfg, world))
-    _agreed(world, lambda: check_output_files(cfg) if lead else None)
+    job = connect(cfg)
+    resolved = job.agreed(lambda: _resolve(cfg, job))
+    job.agreed(lambda: check_output_files(cfg) if job.lead else None)
     human = sys.stderr if cfg.stdout_option is not None else sys.stdout
     if cfg.dryrun:
-        if lead:
+        if job.lead:
             print(render_plan(cfg, resolved, phase_kinds(cfg, resolved)), end="", file=human)
         return 0
-    if world is None:  # (under MPI the first phase stops every rank in step instead)
-        interrupts.check()  # the last moment before anything is created
-
-    def notes() -> None:
-        binding = binding_note() if world is not None else None
-        for note in (*resolved.notes, *([binding] if binding else [])):
-            print(f"Note: {printable(note)}.", file=sys.stderr)
-        if cfg.ioengine_fallback:
-            print(f"Note: {ioengines.FALLBACK_NOTE}.", file=sys.stderr)
-        small = resolved.path_type == DIR or resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK
-        if cfg.ioengine == ioengines.PYTHON and cfg.slots > 1 and small:
-            print(
-                f"Note: {cfg.slots} slots share one Python interpreter; for small blocks and "
-                "metadata calls, waiting for its lock adds to measured latency (use MPI "
-                "ranks for latency work).",
-                file=sys.stderr,
-            )
-
-    meta = run_meta(cfg, resolved, event_loop_name(world))
-    if world is not None:
-        meta["mpi"] = world.meta()
-    if not lead:
-        assert world is not None
-        code = exit_code(run_benchmark(cfg, resolved, meta=meta, world=world))
-        world.barrier()  # wait for rank 0's report: a rank that exits non-zero ends the job
-        return code
-    outputs = Outputs(cfg, meta, human)
+    job.check_signal()  # the last moment before anything is created
+    meta = run_meta(cfg, resolved, job.loop_name()) | job.meta()
+    # Only the lead prints and writes files; the others run their share.
+    outputs = Outputs(cfg, meta, human, notes=_notes(cfg, resolved, job)) if job.lead else None
     result = run_benchmark(
-        cfg,
-        resolved,
-        on_phase=outputs.phase_done,
-        on_ready=notes,
-        observer=outputs,
-        meta=meta,
-        world=world,
+        cfg, resolved, observer=outputs or Observer(), meta=meta, coordinator=job
     )
-    skipped = skipped_note(cfg, resolved, result)
-    if skipped is not None:
-        print(f"Note: {skipped}.", file=sys.stderr)
-    code = _report_end(cfg, result, outputs, world)
-    if world is not None:
-        world.barrier()
+    code = exit_code(result)
+    if outputs is not None:
+        skipped = skipped_note(cfg, resolved, result)
+        if skipped is not None:
+            print(f"Note: {skipped}.", file=sys.stderr)
+        code = _report_end(cfg, result, outputs, job)
+    job.finish()
     return code
+
+
+def _notes(cfg: BenchConfig, resolved: Resolved, job: Coordinator) -> list[str]:
+    """What the user should know about how the run measures, said once setup is done."""
+    from aiobench.targets import DIR
+
+    notes = [*resolved.notes, *job.notes()]
+    if cfg.ioengine_fallback:
+        notes.append(ioengines.FALLBACK_NOTE)
+    small = resolved.path_type == DIR or resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK
+    if cfg.ioengine == ioengines.PYTHON and cfg.slots > 1 and small:
+        notes.append(
+            f"{cfg.slots} slots share one Python interpreter; for small blocks and "
+            "metadata calls, waiting for its lock adds to measured latency (use MPI "
+            "ranks for latency work)"
+        )
+    return notes
 
 
 # The command's parameters are the declared options (each declared once, in BenchConfig).
@@ -202,7 +179,7 @@ def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int
     return 0  # (not reached: the launcher took over this process)
 
 
-def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: World | None) -> int:
+def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, job: Coordinator) -> int:
     """What follows the last block: the JSON document, how the run ended; the exit code.
 
     Exit 1 also when a result file, the JSON document or the table could not be written
@@ -217,8 +194,7 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, world: Wo
         outputs.write_document(dumps(result))
     outputs.close()
     if result.interrupted:
-        where = result.meta.get("signal_rank")
-        on = "" if world is None or not isinstance(where, int) else f" on {world.name(where)}"
+        on = job.where(result.meta.get("signal_rank"))
         print(f"Interrupted by {result.meta.get('signal')}{on}: results so far.", file=sys.stderr)
     if result.error is not None:
         print(f"Error: {printable(str(result.error['message']))}", file=sys.stderr)
@@ -242,34 +218,14 @@ def _print_out(text: str) -> None:
         raise AiobenchError(f"stdout: {reason(failed)}: the output could not be written")
 
 
-T = TypeVar("T")
-
-
-def _agreed(world: World | None, step: Callable[[], T]) -> T:
-    """A setup step; under MPI every rank goes on only if it succeeded on all of them."""
-    if world is None:
-        return step()
-    try:
-        value = step()
-    except ConfigError as exc:
-        world.agree(str(exc))
-        raise
-    world.agree(None)
-    return value
-
-
-def _resolve(cfg: BenchConfig, world: World | None) -> Resolved:
+def _resolve(cfg: BenchConfig, job: Coordinator) -> Resolved:
     """The paths and sizes, then the memory budget of this process's threads."""
     from aiobench.memory import check_memory
     from aiobench.targets import resolve
 
-    if world is None:
-        resolved = resolve(cfg)
-        check_memory(cfg, resolved, cfg.threads)
-        return resolved
     # The layout is that of all the thread ranks the dataset is split over.
-    slices = world.split(cfg.threads, os.path.isdir(cfg.paths[0]))[2]
-    resolved = resolve(dataclasses.replace(cfg, threads=slices))
+    slices = job.split(cfg.threads, os.path.isdir(cfg.paths[0])).slices
+    resolved = resolve(cfg if slices == cfg.threads else dataclasses.replace(cfg, threads=slices))
     check_memory(cfg, resolved, slices)
     return resolved
 

@@ -1,7 +1,9 @@
-"""Scale-out over MPI: this process's place in the job and the steps all ranks take together.
+"""Scale-out over MPI: the job's coordinator (:class:`MpiCoordinator`), this process's place
+in the job and the steps all ranks take together.
 
-mpi4py (the ``aiobench[mpi]`` extra) is imported only when the run was launched by
-``mpirun``/``srun`` or given ``--mpi``. Every collective call here is made from the main
+This module is imported only when the run was launched by ``mpirun``/``srun`` or given
+``--mpi`` (:func:`aiobench.coordinator.connect`), and imports mpi4py (the ``aiobench[mpi]``
+extra) then. Every collective call here is made from the main
 thread, between phases or at a phase's common start; during a phase a rank only polls for a
 stop message from a peer (an error or a signal there), so no rank waits on another while
 measuring.
@@ -9,51 +11,37 @@ measuring.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import signal
 import socket
-import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from aiobench.errors import ConfigError
+from aiobench import interrupts
+from aiobench.coordinator import Coordinator, ThreadSplit
+from aiobench.errors import BenchIOError, ConfigError
+from aiobench.events import Observer
+from aiobench.merge import RankPart, merge_phase
+from aiobench.results import PhaseResult, RunResult, Totals
+from aiobench.timeline import CounterTimeline, Counts
 
 if TYPE_CHECKING:
+    import datetime
+
     import numpy as np
 
-# Set in every rank's environment by the launchers we know: Open MPI, MPICH/Intel MPI
-# (PMI), PMIx (Open MPI 5, Slurm's srun --mpi=pmix), MVAPICH.
-_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
-_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS")
+    from aiobench.worker import PhaseShared
+
+T = TypeVar("T")
+
 _STOP_TAG = 7_701
-
-
-def _first_number(environ: Mapping[str, str], names: tuple[str, ...]) -> int | None:
-    for name in names:
-        value = environ.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return None
-
-
-def launch_rank(environ: Mapping[str, str] = os.environ) -> int | None:
-    """This process's rank as the launcher set it, without starting MPI; None if none."""
-    return _first_number(environ, _RANK_VARS)
-
-
-def launched_size(environ: Mapping[str, str] = os.environ) -> int | None:
-    """The job size the launcher announced, if it did."""
-    return _first_number(environ, _SIZE_VARS)
-
-
-def wanted(forced: bool, environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether to run under MPI: asked for, or launched as one of several ranks."""
-    if forced:
-        return True
-    if launch_rank(environ) is None:
-        return False
-    return launched_size(environ) != 1  # srun of one task: an ordinary run
+# During a phase: how often a rank looks for a peer's stop message while it measures.
+_PEER_POLL_NS = 50_000_000
+# A rank without a thread that had work has no first-done instant of its own.
+_NEVER = 1 << 62
 
 
 def _mpi() -> Any:
@@ -168,18 +156,6 @@ class World:
             self._stop = None
 
 
-def abort_job(code: int) -> None:
-    """This rank ends on its own (a signal before the run could stop in step, an
-    unexpected error): end every rank of the job now, rather than leave them waiting for
-    it in a collective step. Does nothing without a running MPI job of several ranks."""
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
-        return
-    if mpi.COMM_WORLD.Get_size() > 1:
-        sys.stderr.flush()
-        mpi.COMM_WORLD.Abort(code)
-
-
 def binding_note() -> str | None:
     """A note when mpirun bound this rank to one core of several (its event loop and I/O
     threads then share that core)."""
@@ -191,3 +167,166 @@ def binding_note() -> str | None:
             "mpirun --bind-to none (srun --cpu-bind=none)"
         )
     return None
+
+
+class _PhaseEvents(Observer):
+    """Only the start and end of phases reach the outputs as they happen; the progress and
+    intervals of one rank are not the job's (rank 0 reports the merged intervals after
+    each phase)."""
+
+    def __init__(self, observer: Observer) -> None:
+        self.observer = observer
+
+    def phase_started(self, name: str, start: datetime.datetime) -> None:
+        self.observer.phase_started(name, start)
+
+    def phase_ended(self, name: str) -> None:
+        self.observer.phase_ended(name)
+
+
+@dataclass(slots=True)
+class MpiCoordinator(Coordinator):
+    """A job of MPI ranks run as one benchmark; rank 0 is the lead."""
+
+    world: World
+
+    @classmethod
+    def connect(cls, *, shared: bool) -> MpiCoordinator:
+        return cls(World.connect(shared=shared))
+
+    @property
+    def lead(self) -> bool:
+        return self.world.rank == 0
+
+    @property
+    def peer_poll_ns(self) -> int:
+        return _PEER_POLL_NS
+
+    def loop_name(self) -> str:
+        """asyncio's own loop. Open MPI's mpirun hands each rank a pseudo-terminal as
+        stdout, and after a uvloop loop has run, output written to it at the end was cut
+        short now and then when mpirun's stdout was a pipe (4 of 30 runs of a 35 KB write
+        here, Open MPI 5.0.11), which broke ``--json -``."""
+        return "asyncio"
+
+    def agreed(self, step: Callable[[], T], undo: Callable[[T], None] | None = None) -> T:
+        """Every rank goes on only if the step succeeded on all of them (else all raise
+        the first rank's error)."""
+        try:
+            value = step()
+        except ConfigError as exc:
+            self.world.agree(str(exc))
+            raise  # (agree raised already)
+        try:
+            self.world.agree(None)
+        except ConfigError:
+            if undo is not None:
+                undo(value)
+            raise
+        return value
+
+    def split(self, threads: int, dir_mode: bool) -> ThreadSplit:
+        return ThreadSplit(*self.world.split(threads, dir_mode))
+
+    def meta(self) -> dict[str, object]:
+        return {"mpi": self.world.meta()}
+
+    def notes(self) -> list[str]:
+        note = binding_note()
+        return [] if note is None else [note]
+
+    def cpus(self) -> int:
+        """All of the host's cores, so the ranks of a host add up to its load (mpirun may
+        bind each rank to one core)."""
+        return os.cpu_count() or 1
+
+    def check_signal(self) -> None:
+        """Not here: ranks that stopped in setup would leave the others waiting at the
+        phase's common start. The phase starts and its stop event ends it at once on
+        every rank instead."""
+
+    def barrier(self) -> None:
+        self.world.barrier()
+
+    def listen(self) -> None:
+        self.world.listen()
+
+    def poll(self, stop: threading.Event) -> None:
+        self.world.poll(stop)
+
+    def timeline(self, start_ns: int) -> CounterTimeline:
+        return CounterTimeline(start_ns)
+
+    def events(self, observer: Observer) -> Observer:
+        return _PhaseEvents(observer)
+
+    def report(
+        self,
+        result: RunResult,
+        phase: PhaseResult,
+        error: BenchIOError | None,
+        shared: PhaseShared | None,
+        stop: threading.Event,
+        observer: Observer,
+    ) -> bool:
+        """After each block on every rank: find the job's first-done instant, read this
+        rank's counters at it, merge all ranks' results on rank 0 and report them there;
+        every rank learns the same outcome. Whether the run goes on."""
+        world = self.world
+        timeline = shared.timeline if shared is not None else None
+        own_first = phase.first_done.elapsed_ns
+        if shared is not None:
+            own_first = (shared.first_done_ns or shared.start_ns + _NEVER) - shared.start_ns
+        first = world.min(own_first)
+        if first >= _NEVER:
+            first = 0  # no thread of any rank had work
+        counts = timeline.counts_at(first) if timeline is not None else Counts(0, 0, 0, 0, 0)
+        at_first = Totals(
+            elapsed_ns=first,
+            ops=counts.ops,
+            bytes=counts.bytes,
+            entries=counts.entries,
+            cpu_percent=phase.first_done.cpu_percent,
+            read_ops=counts.read_ops,
+            read_bytes=counts.read_bytes,
+        )
+        signum = interrupts.received()
+        signal_name = signum.name if signum is not None else None
+        status = (error.to_dict() if error is not None else None, signal_name, stop.is_set())
+        statuses = world.allgather((status, phase.time_limited))
+        parts = world.gather(RankPart(world.rank, world.host, phase, at_first))
+        failed = [(r, s[0]) for r, (s, _) in enumerate(statuses) if s[0] is not None]
+        signalled = [(r, s[1]) for r, (s, _) in enumerate(statuses) if s[1] is not None]
+        if failed:
+            rank, info = failed[0]
+            result.error = info | {"message": f"{world.name(rank)}: {info['message']}"}
+            result.error |= {"rank": rank, "host": world.hosts[rank]}
+        if signalled:
+            rank, name = signalled[0]
+            result.interrupted = True
+            result.meta["signal"] = name
+            result.meta["signal_rank"] = rank
+        if parts is not None:
+            merged = merge_phase(parts)
+            if failed:
+                merged = dataclasses.replace(merged, interrupted=False, error=result.error)
+            for interval in merged.intervals:
+                observer.interval(merged.name, interval)
+            result.phases.append(merged)
+            observer.phase_done(merged)
+        stopped = any(s[2] for s, _ in statuses)
+        return not failed and not stopped and not any(limited for _, limited in statuses)
+
+    def signalled(self, result: RunResult) -> signal.Signals | None:
+        """A signal is the job's outcome, marked by :meth:`report` on every rank."""
+        return None
+
+    def where(self, rank: object) -> str:
+        return f" on {self.world.name(rank)}" if isinstance(rank, int) else ""
+
+    def close(self) -> None:
+        self.world.close()
+
+    def finish(self) -> None:
+        """Wait for rank 0's report: a rank that exits non-zero ends the job."""
+        self.world.barrier()

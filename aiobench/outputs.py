@@ -15,13 +15,14 @@ import errno
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from aiobench import outfiles, streams
 from aiobench.config import BenchConfig
 from aiobench.errors import ConfigError
+from aiobench.events import Observer
 from aiobench.outfiles import NEW, REGULAR, STREAM, Place
-from aiobench.phases import Observer
 from aiobench.render.csv import (
     LIVE_HEADER,
     PREVIOUS_RESULT_HEADER,
@@ -122,8 +123,11 @@ class Outputs(Observer):
     are opened for each record, as the records come.
     """
 
-    def __init__(self, cfg: BenchConfig, meta: dict[str, Any], human: TextIO) -> None:
+    def __init__(
+        self, cfg: BenchConfig, meta: dict[str, Any], human: TextIO, notes: Sequence[str] = ()
+    ) -> None:
         self.cfg = cfg
+        self.notes = list(notes)  # said on stderr once setup is done
         self.meta = meta
         self.human = human
         self.table = TableOptions.from_config(cfg.to_dict())
@@ -234,6 +238,10 @@ class Outputs(Observer):
             return None  # stderr (with --json -) is for people: nothing to report it on
         failed = streams.failure(1)
         return None if isinstance(failed, BrokenPipeError) else failed
+
+    def ready(self) -> None:
+        for note in self.notes:
+            print(f"Note: {printable(note)}.", file=sys.stderr)
 
     def phase_started(self, name: str, start: datetime.datetime) -> None:
         self._phase_start = start

@@ -7,7 +7,6 @@ The plan it runs (streams and slots) is :mod:`aiobench.plan`'s, its figures are
 from __future__ import annotations
 
 import datetime
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,51 +15,23 @@ from time import perf_counter_ns, process_time_ns
 
 import anyio
 
-from aiobench import interrupts
 from aiobench.config import BenchConfig
+from aiobench.coordinator import Coordinator, ThreadSplit
 from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, IoOptions, StartGate
+from aiobench.events import Observer
 from aiobench.intervals import CpuSample, IntervalSeries
 from aiobench.kinds import MKDIRS, RMDIRS, WRITE, phase_name
-from aiobench.mpi import World
 from aiobench.plan import close_buffers, rate_limit, rwmix_pct, slots_for, streams_for
-from aiobench.results import (
-    IntervalStats,
-    PhaseResult,
-    Progress,
-    RunResult,
-)
+from aiobench.results import PhaseResult
 from aiobench.summary import active_at, progress, summarise
 from aiobench.targets import Layout, Targets
-from aiobench.timeline import CounterTimeline
 from aiobench.worker import PhaseShared, Slot, Stream, first_done_floor, first_run, run_thread
 
 # While an interval has ended but a run handed over before its end is still out, the
 # watcher looks again this often (runs last up to ~50 ms).
 _CLOSE_POLL_NS = 5_000_000
 DEFAULT_LIVE_INTERVAL_NS = 2_000_000_000  # elbencho's --liveint default
-# Under MPI: how often a rank looks for a peer's stop message while it measures.
-_PEER_POLL_NS = 50_000_000
-
-
-class Observer:
-    """What the CLI watches while a phase runs; called on the event loop, must not block."""
-
-    def phase_started(self, name: str, start: datetime.datetime) -> None:
-        """A phase starts now (its untimed setup is done); ``start`` is the wall clock."""
-
-    def progress(self, progress: Progress) -> None:
-        """Every live interval: where the phase stands."""
-
-    def interval(self, phase: str, interval: IntervalStats) -> None:
-        """An interval of the phase is complete."""
-
-    def phase_ended(self, name: str) -> None:
-        """The phase's I/O is over (its result follows)."""
-
-    def run_done(self, result: RunResult) -> None:
-        """Every block is reported and nothing more will be measured (the ``-i`` summary
-        follows the last block); called on success, error and signal alike."""
 
 
 @dataclass(slots=True)
@@ -75,43 +46,42 @@ class RunContext:
     stop: threading.Event
     observer: Observer = field(default_factory=Observer)
     live_interval_ns: int = DEFAULT_LIVE_INTERVAL_NS
-    # Under MPI: the job, the global thread ranks this process runs, and which slices of
-    # the dataset they take (the first one's index, and how many there are in all).
-    world: World | None = None
-    thread_ids: range | None = None
-    split_base: int = 0
-    split_threads: int | None = None
+    # How the processes of the job work together, and which thread ranks and slices of
+    # the dataset this one has (None: all of them, as a process alone).
+    coordinator: Coordinator = field(default_factory=Coordinator)
+    split: ThreadSplit | None = None
 
     @property
     def paths(self) -> tuple[str, ...]:
         return self.targets.paths
 
     @property
-    def ids(self) -> range:
-        """The (global) thread ranks of this process."""
-        return range(self.cfg.threads) if self.thread_ids is None else self.thread_ids
+    def _split(self) -> ThreadSplit:
+        return self.split or ThreadSplit(range(self.cfg.threads), 0, self.cfg.threads)
 
     @property
-    def cpus(self) -> int:
-        """The cores CPU percentages are shares of: those this process may run on; under
-        MPI all of the host's, so the ranks of a host add up to its load (mpirun may bind
-        each rank to one core)."""
-        if self.world is not None:
-            return os.cpu_count() or 1
-        return len(os.sched_getaffinity(0))
+    def ids(self) -> range:
+        """The (global) thread ranks of this process."""
+        return self._split.ids
+
+    @property
+    def split_base(self) -> int:
+        """The index of this process's first slice of the dataset."""
+        return self._split.base
 
     @property
     def slices(self) -> int:
         """How many thread slices the dataset is split into."""
-        return self.cfg.threads if self.split_threads is None else self.split_threads
+        return self._split.slices
+
+    @property
+    def cpus(self) -> int:
+        """The cores CPU percentages are shares of (:meth:`Coordinator.cpus`)."""
+        return self.coordinator.cpus()
 
     def check_signal(self) -> None:
-        """A safe point of setup: stop here (:class:`~aiobench.interrupts.Interrupted`) if a
-        signal came. Not under MPI, where ranks that stopped in setup would leave the others
-        waiting at the phase's common start: there the phase starts and its stop event
-        ends it at once on every rank."""
-        if self.world is None:
-            interrupts.check()
+        """A safe point of setup (:meth:`Coordinator.check_signal`)."""
+        self.coordinator.check_signal()
 
 
 def make_executor(slots: int) -> ThreadPoolExecutor:
@@ -215,8 +185,8 @@ async def run_phase(
         for slot in rank_slots
     )
     gate = StartGate(ready)
-    if ctx.world is not None:
-        ctx.world.listen()
+    job = ctx.coordinator
+    job.listen()
     try:
         ctx.check_signal()  # (the buffers are closed below)
         async with anyio.create_task_group() as watcher:
@@ -225,16 +195,14 @@ async def run_phase(
                     for local in range(len(streams)):
                         group.start_soon(thread, local)
                     await gate.all_arrived()
-                    if ctx.world is not None:
-                        ctx.world.barrier()  # the common start of all ranks (all are ready)
+                    job.barrier()  # the common start of all processes (all are ready)
                     wall_start, series = _start(ctx, name, shared, streams, cpu, gate)
                 finally:
                     if not gate.opened:  # not started (an error or cancellation)
                         gate.open(0, 0, stopped=True)  # the waiting runs do nothing
                 watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
             watcher.cancel_scope.cancel()
-        if ctx.world is not None:
-            ctx.world.poll(ctx.stop)  # a stop here after the watcher's last look
+        job.poll(ctx.stop)  # a stop here after the watcher's last look
     finally:
         close_buffers(slots)
     cpu["last"] = _cpu_now()
@@ -246,8 +214,7 @@ async def run_phase(
     result = summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
     result = replace(result, startup_ns=shared.start_ns - setup_ns)
     if kind == RMDIRS:
-        if ctx.world is not None:
-            ctx.world.barrier()  # shared dirs inside r0 may still be in other ranks' hands
+        job.barrier()  # shared dirs inside r0 may still be in other processes' hands
         _rank_dirs(ctx, kind, shared)
     return result, shared
 
@@ -280,8 +247,7 @@ def _start(
         cpus=ctx.cpus,
     )
     series.sample_cpu(0, cpu["start"])
-    if ctx.world is not None:
-        shared.timeline = CounterTimeline(shared.start_ns)
+    shared.timeline = ctx.coordinator.timeline(shared.start_ns)
     if cfg.infloop:
         series.endless_until_ns = shared.deadline_ns
     return wall_start, series
@@ -330,11 +296,10 @@ async def _watch(
         horizon = min(busy) if busy else max(s.last_end_ns for s in all_slots)
         for record in series.close_until(horizon, active):
             ctx.observer.interval(name, record)
-        if ctx.world is not None:
-            ctx.world.poll(ctx.stop)
+        ctx.coordinator.poll(ctx.stop)
         wait = next_tick - now
         if series.pending(now):
             wait = min(wait, _CLOSE_POLL_NS)
-        if ctx.world is not None:
-            wait = min(wait, _PEER_POLL_NS)
+        if ctx.coordinator.peer_poll_ns is not None:
+            wait = min(wait, ctx.coordinator.peer_poll_ns)
         await anyio.sleep(max(wait, 0) / 1e9)

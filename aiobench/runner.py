@@ -8,16 +8,16 @@ import datetime
 import platform
 import signal
 import socket
-import threading
-from collections.abc import Callable
 
 import anyio
 
 from aiobench import __version__, interrupts, ioengines
 from aiobench.config import BenchConfig
+from aiobench.coordinator import Coordinator
 from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, StopEvent
-from aiobench.errors import EXIT_IO_ERROR, BenchIOError, ConfigError
+from aiobench.errors import EXIT_IO_ERROR, BenchIOError
+from aiobench.events import Observer
 from aiobench.housekeeping import run_housekeeping
 from aiobench.kinds import (
     DROPCACHE,
@@ -30,28 +30,15 @@ from aiobench.kinds import (
     WRITE,
     phase_name,
 )
-from aiobench.merge import RankPart, merge_phase
-from aiobench.mpi import World
-from aiobench.phases import Observer, RunContext, make_executor, run_phase
-from aiobench.results import PhaseResult, RunResult, Totals
+from aiobench.phases import RunContext, make_executor, run_phase
+from aiobench.results import PhaseResult, RunResult
 from aiobench.targets import Layout, Resolved, Targets, filesystem_type
 from aiobench.worker import PhaseShared
 
-PhaseCallback = Callable[[PhaseResult], None]
 
-
-def event_loop_name(world: World | None = None) -> str:
-    """uvloop when installed; asyncio's own loop under MPI. Open MPI's mpirun hands each
-    rank a pseudo-terminal as stdout, and after a uvloop loop has run, output written
-    to it at the end was cut short now and then when mpirun's stdout was a pipe (4 of 30
-    runs of a 35 KB write here, Open MPI 5.0.11), which broke ``--json -``."""
-    if world is not None:
-        return "asyncio"
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return "asyncio"
-    return "uvloop"
+def event_loop_name() -> str:
+    """The event loop of a run of one process (:meth:`Coordinator.loop_name`)."""
+    return Coordinator().loop_name()
 
 
 def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[str]:
@@ -122,40 +109,14 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
     }
 
 
-class _PhaseEvents(Observer):
-    """Under MPI: only the start and end of phases reach the outputs as they happen; the
-    progress and intervals of one rank are not the job's (rank 0 reports the merged
-    intervals after each phase)."""
-
-    def __init__(self, observer: Observer) -> None:
-        self.observer = observer
-
-    def phase_started(self, name: str, start: datetime.datetime) -> None:
-        self.observer.phase_started(name, start)
-
-    def phase_ended(self, name: str) -> None:
-        self.observer.phase_ended(name)
-
-
-def _open(engine: Engine, cfg: BenchConfig, resolved: Resolved, world: World | None) -> Targets:
-    """Open the targets; under MPI only once every rank could (else all raise the first
-    rank's error, and each removes what it created)."""
-    try:
-        # A signal stops the opening between targets (under MPI: see RunContext.check_signal)
-        check = interrupts.check if world is None else None
-        opened = engine.open(cfg, resolved.path_type, check=check)
-    except ConfigError as exc:
-        if world is None:
-            raise
-        world.agree(str(exc))
-        raise  # (agree raised already)
-    if world is not None:
-        try:
-            world.agree(None)
-        except ConfigError:
-            opened.undo()
-            raise
-    return opened
+def _open(engine: Engine, cfg: BenchConfig, resolved: Resolved, job: Coordinator) -> Targets:
+    """Open the targets, on every process or none (a process that opened them removes what
+    it created when another could not)."""
+    # A signal stops the opening between targets (under MPI: see RunContext.check_signal)
+    return job.agreed(
+        lambda: engine.open(cfg, resolved.path_type, check=job.check_signal),
+        undo=lambda opened: opened.undo(),
+    )
 
 
 def run_benchmark(
@@ -163,11 +124,9 @@ def run_benchmark(
     resolved: Resolved,
     *,
     engine: Engine | None = None,
-    on_phase: PhaseCallback | None = None,
-    on_ready: Callable[[], None] | None = None,
     observer: Observer | None = None,
     meta: dict[str, object] | None = None,
-    world: World | None = None,
+    coordinator: Coordinator | None = None,
 ) -> RunResult:
     """Open the targets and run every phase; never raises for I/O errors, nor for a signal
     once a block has started.
@@ -176,14 +135,16 @@ def run_benchmark(
     :class:`~aiobench.interrupts.Interrupted` for a signal before the first block started,
     both before anything was measured (and after removing any file it created). A run that
     a signal ended removes the files it created unless a write phase completed on them
-    (:meth:`~aiobench.targets.Targets.finish`). Under MPI (``world``) every rank calls
-    this; rank 0's result holds the merged phases, the others' only the outcome.
+    (:meth:`~aiobench.targets.Targets.finish`). Every process of the job calls this
+    (``coordinator``); the lead's result holds the job's phases, the others' only the
+    outcome. The ``observer`` hears of it all (:mod:`aiobench.events`).
     """
-    loop_name = event_loop_name(world)
+    job = coordinator or Coordinator()
+    loop_name = job.loop_name()
     engine = engine or ioengines.make(cfg.ioengine)
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
     result.meta["ioengine"] = engine.name
-    opened = _open(engine, cfg, resolved, world)
+    opened = _open(engine, cfg, resolved, job)
     stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
     try:
         executor = make_executor(cfg.slots)
@@ -198,17 +159,13 @@ def run_benchmark(
         engine=engine,
         executor=executor,
         stop=stop,
-        observer=observer if world is None else _PhaseEvents(observer),
+        observer=job.events(observer),
         live_interval_ns=cfg.live_interval_ms * 1_000_000,
-        world=world,
+        coordinator=job,
+        split=job.split(cfg.threads, isinstance(resolved.layout, DirLayout)),
     )
-    if world is not None:
-        ctx.thread_ids, ctx.split_base, ctx.split_threads = world.split(
-            cfg.threads, isinstance(resolved.layout, DirLayout)
-        )
     kinds = phase_kinds(cfg, resolved)
-    if on_ready is not None:
-        on_ready()  # setup can no longer fail: notes for the user may go out now
+    observer.ready()  # setup can no longer fail: notes for the user may go out now
 
     def report(
         phase: PhaseResult,
@@ -216,7 +173,7 @@ def run_benchmark(
         iteration: int,
         shared: PhaseShared | None = None,
     ) -> bool:
-        """Keep a block's result; whether the run goes on (under MPI: on every rank)."""
+        """Keep a block's result; whether the run goes on (on every process)."""
         phase = dataclasses.replace(
             phase,
             iteration=iteration,
@@ -225,20 +182,12 @@ def run_benchmark(
         )
         if shared is not None and shared.kind == WRITE and error is None:
             opened.filled |= not phase.interrupted
-        if world is not None:
-            return _report_job(world, result, phase, error, shared, stop, observer, on_phase)
-        result.phases.append(phase)
-        if on_phase is not None:
-            on_phase(phase)
-        if error is not None:
-            result.error = error.to_dict()
-        return error is None and not stop.is_set() and not phase.time_limited
+        return job.report(result, phase, error, shared, stop, observer)
 
     async def housekeeping(iteration: int) -> bool:
         for kind in housekeeping_kinds(cfg):
             ctx.check_signal()
-            if world is not None:
-                world.barrier()
+            job.barrier()
             if not report(*await run_housekeeping(kind, ctx.engine, opened), iteration):
                 return False
         return True
@@ -276,85 +225,16 @@ def run_benchmark(
     finally:
         executor.shutdown(wait=True)
         opened.close()
-        if world is not None:
-            world.close()
-    signum = interrupts.received()
-    if world is None and signum is not None and not result.phases:
+        job.close()
+    signum = job.signalled(result)
+    if signum is not None:  # before anything was measured: the CLI says so
         opened.finish(interrupted=True)
-        raise interrupts.Interrupted(signum)  # nothing measured: the CLI says so
+        raise interrupts.Interrupted(signum)
     interrupts.settle()  # the outcome is fixed: a later signal does not change it
-    if world is None and signum is not None:
-        result.interrupted = True
-        result.meta["signal"] = signum.name
     opened.finish(interrupted=result.interrupted)
-    if world is None or world.rank == 0:
+    if job.lead:
         observer.run_done(result)
     return result
-
-
-# A rank without a thread that had work has no first-done instant of its own.
-_NEVER = 1 << 62
-
-
-def _report_job(
-    world: World,
-    result: RunResult,
-    phase: PhaseResult,
-    error: BenchIOError | None,
-    shared: PhaseShared | None,
-    stop: threading.Event,
-    observer: Observer,
-    on_phase: PhaseCallback | None,
-) -> bool:
-    """Under MPI, after each block on every rank: find the job's first-done instant, read
-    this rank's counters at it, merge all ranks' results on rank 0 and report them there;
-    every rank learns the same outcome. Whether the run goes on."""
-    timeline = shared.timeline if shared is not None else None
-    own_first = phase.first_done.elapsed_ns
-    if shared is not None:
-        own_first = (shared.first_done_ns or shared.start_ns + _NEVER) - shared.start_ns
-    first = world.min(own_first)
-    if first >= _NEVER:
-        first = 0  # no thread of any rank had work
-    ops, nbytes, entries, read_ops, read_bytes = (
-        timeline.counts_at(first) if timeline is not None else (0, 0, 0, 0, 0)
-    )
-    at_first = Totals(
-        elapsed_ns=first,
-        ops=ops,
-        bytes=nbytes,
-        entries=entries,
-        cpu_percent=phase.first_done.cpu_percent,
-        read_ops=read_ops,
-        read_bytes=read_bytes,
-    )
-    signum = interrupts.received()
-    signal_name = signum.name if signum is not None else None
-    status = (error.to_dict() if error is not None else None, signal_name, stop.is_set())
-    statuses = world.allgather((status, phase.time_limited))
-    parts = world.gather(RankPart(world.rank, world.host, phase, at_first))
-    failed = [(r, s[0]) for r, (s, _) in enumerate(statuses) if s[0] is not None]
-    signalled = [(r, s[1]) for r, (s, _) in enumerate(statuses) if s[1] is not None]
-    if failed:
-        rank, info = failed[0]
-        result.error = info | {"message": f"{world.name(rank)}: {info['message']}"}
-        result.error |= {"rank": rank, "host": world.hosts[rank]}
-    if signalled:
-        rank, name = signalled[0]
-        result.interrupted = True
-        result.meta["signal"] = name
-        result.meta["signal_rank"] = rank
-    if parts is not None:
-        merged = merge_phase(parts)
-        if failed:
-            merged = dataclasses.replace(merged, interrupted=False, error=result.error)
-        for interval in merged.intervals:
-            observer.interval(merged.name, interval)
-        result.phases.append(merged)
-        if on_phase is not None:
-            on_phase(merged)
-    stopped = any(s[2] for s, _ in statuses)
-    return not failed and not stopped and not any(limited for _, limited in statuses)
 
 
 def exit_code(result: RunResult) -> int:

@@ -10,16 +10,27 @@ phase start. The resolution starts at 1 ms and doubles whenever the phase outgro
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from aiobench.dirmode import EntryRun
 from aiobench.stats import Int64Array
 from aiobench.workload import OpRun
 
-# What a slot or a rank has completed: (ops, bytes, entries, read ops, read bytes); the
-# reads are the --rwmixpct reads among the ops and bytes.
-Counts = tuple[int, int, int, int, int]
-FIELDS = 5
+
+class Counts(NamedTuple):
+    """What a slot or a rank has completed; the reads are the --rwmixpct reads among the
+    ops and bytes."""
+
+    ops: int
+    bytes: int
+    entries: int
+    read_ops: int
+    read_bytes: int
+
+
+FIELDS = len(Counts._fields)
 
 RESOLUTION_NS = 1_000_000
 MAX_BUCKETS = 1 << 19
@@ -29,7 +40,7 @@ def run_counts(run: OpRun | EntryRun, units: int, io_ops: int) -> Counts:
     """The counts of a run once its first ``units`` units and ``io_ops`` block I/Os are done."""
     ops, nbytes, entries = run.totals(units, io_ops)
     read_ops, read_bytes = run.reads(units) if isinstance(run, OpRun) else (0, 0)
-    return ops, nbytes, entries, read_ops, read_bytes
+    return Counts(ops, nbytes, entries, read_ops, read_bytes)
 
 
 def _cumulative(run: OpRun | EntryRun, units: Int64Array, io_ops: Int64Array) -> Int64Array:
@@ -114,5 +125,4 @@ class CounterTimeline:
         """What was done by ``elapsed_ns`` after the start, to the end of its bucket."""
         k = max(0, (elapsed_ns - 1) // self.resolution_ns)
         total = self._buckets[: k + 1].sum(axis=0)
-        ops, nbytes, entries, read_ops, read_bytes = (int(v) for v in total)
-        return ops, nbytes, entries, read_ops, read_bytes
+        return Counts(*(int(v) for v in total))

@@ -137,7 +137,7 @@ class Slot:
 
     @property
     def totals(self) -> Counts:
-        return self.ops, self.bytes, self.entries, self.read_ops, self.read_bytes
+        return Counts(self.ops, self.bytes, self.entries, self.read_ops, self.read_bytes)
 
     def snapshot_at(self, instant_ns: int) -> Counts:
         """The counts this slot had completed at ``instant_ns`` (FIRST DONE)."""
@@ -146,10 +146,7 @@ class Slot:
         for done, before in self.ring:
             part = done.totals_at(instant_ns)
             if part is not None:
-                ops, nbytes, entries, read_ops, read_bytes = (
-                    b + p for b, p in zip(before, part, strict=True)
-                )
-                return ops, nbytes, entries, read_ops, read_bytes
+                return Counts(*(b + p for b, p in zip(before, part, strict=True)))
         return self.totals
 
 

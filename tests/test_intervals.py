@@ -31,9 +31,9 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench import phases
 from aiobench.dirmode import DirLayout, EntryRun
 from aiobench.engine import Engine, NullEngine, StartGate
+from aiobench.events import Observer
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import READ, WRITE
-from aiobench.phases import Observer
 from aiobench.results import IntervalStats, PhaseResult, Progress
 from aiobench.stats import Int64Array
 from aiobench.targets import Layout

@@ -30,8 +30,8 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engine import Job, NullEngine, PosixEngine, RawBatch
 from aiobench.errors import BenchIOError
+from aiobench.events import Observer
 from aiobench.iterations import Spread, summarize
-from aiobench.phases import Observer
 from aiobench.render.table import HEADER, render_table, summary_text
 from aiobench.results import PhaseResult, RunResult, Totals
 from aiobench.runner import run_benchmark

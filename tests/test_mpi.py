@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.mpi import launch_rank, launched_size, wanted
+from aiobench.coordinator import launch_rank, launched_size, wanted
 from aiobench.schema import load_schema
 from tests.conftest import Ext4Loop, RunCli
 

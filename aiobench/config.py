@@ -344,6 +344,15 @@ class BenchConfig:
     # A finer limit for in-process callers (``aiobench check`` gives each test a share of
     # its budget); when set it is the phase limit instead of timelimit_s. No option sets it.
     timelimit_ns: int = 0
+    phasedelay_s: int = option(
+        0,
+        "--phasedelay",
+        help="Seconds to wait before each phase but the first (the storage settles).",
+        panel=WORKLOAD,
+        metavar="SECS",
+        low=0,
+        high=MAX_SECONDS,
+    )
     label: str = option(
         "",
         "--label",

@@ -8,6 +8,7 @@ import datetime
 import platform
 import signal
 import socket
+from time import perf_counter
 
 import anyio
 
@@ -197,6 +198,8 @@ def run_benchmark(
         if not await housekeeping(iteration):
             return False
         for index, kind in enumerate(kinds):
+            if index or iteration:  # --phasedelay (a stop ends the wait)
+                await _wait(cfg.phasedelay_s, stop)
             # Each phase of each iteration draws its own offsets and data from the seed;
             # iteration 0 numbers its phases as a run without -i does (same seed, same I/O).
             phase, shared = await run_phase(ctx, kind, iteration * len(kinds) + index)
@@ -235,6 +238,13 @@ def run_benchmark(
     if job.lead:
         observer.run_done(result)
     return result
+
+
+async def _wait(seconds: int, stop: StopEvent) -> None:
+    """Sleep, in slices short enough that a stop (a signal, a peer's error) ends it soon."""
+    until = perf_counter() + seconds
+    while not stop.is_set() and (left := until - perf_counter()) > 0:
+        await anyio.sleep(min(left, 0.05))
 
 
 def exit_code(result: RunResult) -> int:

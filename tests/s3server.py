@@ -146,6 +146,8 @@ def running_server(binary: str, root: Path) -> Iterator[S3Server]:
         *(f"-{name}={port}" for name, port in _PORTS.items()),
         f"-s3.config={config}",
         "-s3.autoCreateBucket=false",
+        # as AWS: removing a bucket that still holds objects fails (BucketNotEmpty)
+        "-s3.allowDeleteBucketNotEmpty=false",
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
         f"-s3.localSocket={root / 's3.sock'}",

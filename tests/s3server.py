@@ -21,11 +21,9 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import stat
 import subprocess
-import sys
 import sysconfig
 import tempfile
 import time
@@ -71,14 +69,13 @@ def weed_binary() -> str | None:
     return shutil.which("weed")
 
 
-def _die_with_parent() -> None:
-    # A killed pytest must not leave a server holding the fixed ports (Linux: the child
-    # gets SIGTERM when its parent dies).
-    if sys.platform == "linux":
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
+def _with_parent_death_signal(args: list[str]) -> list[str]:
+    """``args`` run so that the server gets SIGTERM when pytest dies (util-linux's setpriv
+    sets PR_SET_PDEATHSIG, then execs it, keeping the pid): a killed test run must not
+    leave a server holding the fixed ports. Without setpriv, as they are (the busy-port
+    check then names the ports)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", *args] if setpriv else args
 
 
 def _answers_s3(port: int) -> bool:
@@ -160,12 +157,11 @@ def running_server(binary: str, root: Path) -> Iterator[S3Server]:
     log = root / "weed.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            args,
+            _with_parent_death_signal(args),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=root,
-            preexec_fn=_die_with_parent,
         )
     try:
         deadline = time.monotonic() + _READY_TIMEOUT_S

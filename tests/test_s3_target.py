@@ -12,6 +12,7 @@ from aiobench.s3.target import (
     bucket_address,
     endpoint_of_rank,
     object_count,
+    object_keys,
     object_layout,
     object_names,
     parse_credentials,
@@ -198,3 +199,12 @@ def test_object_names_without_dirs() -> None:
     layout = object_layout(buckets=2, threads=3, dirs=0, files=2, size=0, block=1)
     assert object_names(layout, 2, 0, 2) == [(0, "r2-f0"), (0, "r2-f1")]
     assert object_names(layout, 1, 0, 1) == [(1, "r1-f0")]
+
+
+def test_object_keys_per_path() -> None:
+    paths = parse_paths(["s3://one/run1", "s3://two"])
+    layout = object_layout(buckets=len(paths), threads=1, dirs=2, files=1, size=1, block=1)
+    assert object_keys(layout, paths, "p-", 0, 0, 2) == [
+        (0, "run1/p-r0/d0/r0-f0"),
+        (1, "p-r0/d1/r0-f0"),
+    ]

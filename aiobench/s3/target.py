@@ -286,6 +286,21 @@ def object_names(layout: DirLayout, rank: int, start: int, stop: int) -> list[tu
     return list(zip(index, names, strict=True))
 
 
+def object_keys(
+    layout: DirLayout,
+    paths: Sequence[BucketPath],
+    objprefix: str,
+    rank: int,
+    start: int,
+    stop: int,
+) -> list[tuple[int, str]]:
+    """(PATH index, object key) of objects ``start`` .. ``stop - 1`` of thread rank
+    ``rank``: :func:`object_names` below each PATH's prefix, with ``objprefix``."""
+    return [
+        (i, paths[i].key(name, objprefix)) for i, name in object_names(layout, rank, start, stop)
+    ]
+
+
 def object_count(layout: DirLayout, rank: int) -> int:
     """How many objects thread rank ``rank`` writes, reads and removes."""
     return layout.entries(WRITE, rank)

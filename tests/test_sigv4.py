@@ -124,3 +124,18 @@ def test_secret_not_in_repr() -> None:
 def test_amz_date_format() -> None:
     assert amz_date(0) == "19700101T000000Z"
     assert amz_date(1_440_938_160) == "20150830T123600Z"
+
+
+def test_header_values_are_trimmed_and_inner_whitespace_made_one_space() -> None:
+    signer = _suite_signer()
+    creq, signed = signer.canonical_request(
+        "GET", "/", "", [("X-A", "a\tb"), ("x-b", " c   d "), ("X-A", "e")], EMPTY_SHA256
+    )
+    assert "x-a:a b,e\nx-b:c d\n" in creq
+    assert signed == "x-a;x-b"
+
+
+def test_plain_and_encoded_paths_agree() -> None:
+    # The no-encoding shortcut gives what quote() gives for the names the benchmark makes.
+    for path in ("/b/r0/d1/r0-f7", "/b/pre-fix_1.~/x"):
+        assert encode_path(path) == path

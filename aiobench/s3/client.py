@@ -400,7 +400,9 @@ class S3Client:
             sent["Content-Length"] = str(payload.size)
         elif method in ("PUT", "POST"):
             sent["Content-Length"] = "0"
-        url, signed = self._prepare(method, bucket, key, canonical_query(query), sent)
+        url, signed = self._prepare(
+            method, bucket, key, canonical_query(query) if query else "", sent
+        )
         try:
             async with session.request(
                 method, url, headers=signed, data=payload, allow_redirects=False

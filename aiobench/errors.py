@@ -3,7 +3,9 @@
 AiobenchError
 ├── ConfigError      bad options or paths; nothing was created (exit 2)
 └── BenchIOError     an I/O call failed while measuring (exit 1)
-    └── VerifyError  --verify: a block did not hold the pattern (exit 1)
+    ├── VerifyError  --verify: a block did not hold the pattern (exit 1)
+    └── S3Error      an S3 request failed: HTTP status and S3 error code, or no
+                     connection (exit 1)
 """
 
 from __future__ import annotations
@@ -71,3 +73,45 @@ class VerifyError(BenchIOError):
 
     def to_dict(self) -> dict[str, object]:
         return super().to_dict() | {"expected": self.expected, "found": self.found}
+
+
+class S3Error(BenchIOError):
+    """An S3 request failed: the server's HTTP status and S3 error code (``Code`` of its
+    XML error body), or no answer at all (``status`` None, ``errno`` set where the system
+    gave one). ``path`` is ``s3://bucket/key``; the message also names the endpoint. It
+    never holds credentials."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        bucket: str,
+        key: str = "",
+        offset: int | None = None,
+        status: int | None = None,
+        code: str = "",
+        reason: str,
+        errno: int = 0,
+    ) -> None:
+        path = f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
+        super().__init__(path=path, offset=offset, errno=errno, detail=reason)
+        self.endpoint = endpoint
+        self.bucket = bucket
+        self.key = key
+        self.status = status
+        self.code = code
+        where = f"{path} at {endpoint}" + ("" if offset is None else f": offset {offset}")
+        if status is not None:
+            what = f"HTTP {status}" + (f" {code}" if code else "")
+        else:
+            what = errno_mod.errorcode.get(errno, "") or "no response"
+        self.args = (f"{where}: {what} ({reason})",)
+
+    def to_dict(self) -> dict[str, object]:
+        return super().to_dict() | {
+            "endpoint": self.endpoint,
+            "bucket": self.bucket,
+            "key": self.key,
+            "status": self.status,
+            "code": self.code,
+        }

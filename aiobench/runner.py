@@ -241,9 +241,10 @@ def run_benchmark(
 
 
 async def _wait(seconds: int, stop: StopEvent) -> None:
-    """Sleep, in slices short enough that a stop (a signal, a peer's error) ends it soon."""
+    """Sleep, in slices short enough that a stop (a signal, a peer's error) ends it soon;
+    the stop is a threading event (the native loops read it), so it is polled."""
     until = perf_counter() + seconds
-    while not stop.is_set() and (left := until - perf_counter()) > 0:
+    while not stop.is_set() and (left := until - perf_counter()) > 0:  # noqa: ASYNC110
         await anyio.sleep(min(left, 0.05))
 
 

@@ -217,7 +217,7 @@ def test_check_on_an_ext4_loop_device_and_the_gate_on_it_throttled(
 
 
 @pytest.mark.root
-def test_two_checks_of_one_target_pass_the_gate_and_half_a_rate_fails_it(
+def test_two_checks_of_one_target_pass_the_gate_and_a_quarter_of_a_rate_fails_it(
     tmpfs_check: Doc, tmpfs_dir: Path, tmp_path: Path
 ) -> None:
     base = tmpfs_check["json"]
@@ -228,13 +228,14 @@ def test_two_checks_of_one_target_pass_the_gate_and_half_a_rate_fails_it(
     same = run_aiobench("compare", str(base), str(tmp_path / "b.json"), "--fail-below", "90")
     assert same.returncode == 0, same.stdout + same.stderr
     assert "OK: no rate fell by more than 90% beyond the runs' noise" in same.stdout
-    # The first check again, with RND4K Q1T1 read taking twice as long for its operations.
+    # The first check again, with RND4K Q1T1 read taking four times as long for its
+    # operations (the runs' noise on a loaded 2-core machine reached +-51 %).
     doc = copy.deepcopy(tmpfs_check["doc"])
     test = next(t for t in doc["tests"] if t["label"] == "RND4K Q1T1 read")
     last = doc["runs"][test["run"]]["phases"][test["phase"]]["last_done"]
-    last["elapsed_ns"] *= 2
+    last["elapsed_ns"] *= 4
     for key in ("iops", "bytes_per_s", "entries_per_s"):
-        last[key] //= 2
+        last[key] //= 4
     test["value"] = last["iops"]
     slower = tmp_path / "slower.json"
     slower.write_text(json.dumps(doc), encoding="utf-8")
@@ -246,7 +247,7 @@ def test_two_checks_of_one_target_pass_the_gate_and_half_a_rate_fails_it(
     failed = [line for line in gate.stdout.splitlines() if "FAIL: fell" in line]
     assert [line.split()[3] for line in failed] == ["IOPS", "Throughput"], failed
     assert all(line.startswith("RND4K Q1T1 read ") for line in failed)
-    assert all("FAIL: fell 50.0% (limit 10%" in line for line in failed)
+    assert all("FAIL: fell 75.0% (limit 10%" in line for line in failed)
     assert (
         gate.stdout.rstrip()
         .splitlines()[-1]
@@ -256,8 +257,8 @@ def test_two_checks_of_one_target_pass_the_gate_and_half_a_rate_fails_it(
     assert header == ["phase", "metric", "A", "B", "B/A", "B is", "note"]
     bold = [row for row in body if row[6].startswith("**FAIL")]
     assert [(row[0], row[1], row[4], row[5]) for row in bold] == [
-        ("RND4K Q1T1 read", "IOPS", "0.50\u00d7", "worse"),
-        ("RND4K Q1T1 read", "Throughput MiB/s", "0.50\u00d7", "worse"),
+        ("RND4K Q1T1 read", "IOPS", "0.25\u00d7", "worse"),
+        ("RND4K Q1T1 read", "Throughput MiB/s", "0.25\u00d7", "worse"),
     ]
     # Without --fail-below compare only reports, whatever fell.
     report = run_aiobench("compare", str(base), str(slower))

@@ -204,6 +204,14 @@ class Job:
         start = int(self.gate.word[2])
         return dataclasses.replace(self, until_ns=until, gate=None, schedule_start_ns=start)
 
+    async def released_async(self) -> Job | None:
+        """:meth:`released` for an engine that runs on the event loop (:class:`AsyncEngine`):
+        the wait does not block the loop."""
+        if self.gate is None:
+            return self
+        await self.gate.opened_async()
+        return self.released()  # (open already: no wait)
+
 
 class StartGate:
     """The common start of a phase: every slot's first run waits here, in its executor
@@ -225,6 +233,7 @@ class StartGate:
         self._loop = asyncio.get_running_loop()
         self._all_arrived = asyncio.Event()
         self._open = threading.Event()
+        self._open_async = asyncio.Event()  # (open() is called on the loop)
         if expected == 0:
             self._all_arrived.set()
 
@@ -252,6 +261,10 @@ class StartGate:
         else:
             self.word[0] = state
         self._open.set()
+        self._open_async.set()
+
+    async def opened_async(self) -> None:
+        await self._open_async.wait()
 
     def until(self, budget_ns: int) -> int | None:
         """Wait for the start; then the end of a run's ``budget_ns`` (or the time limit if
@@ -459,6 +472,22 @@ class Engine(Protocol):
     def sync(self, targets: Targets) -> None: ...
 
     def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int: ...
+
+
+class AsyncEngine(Engine, Protocol):
+    """An engine whose runs are coroutines on the event loop (object storage: each slot
+    keeps its requests in flight without an executor thread); :meth:`Engine.run` is not
+    called for it."""
+
+    async def run_async(self, job: Job) -> RawBatch:
+        """:meth:`Engine.run` on the event loop; a gated job waits with
+        :meth:`Job.released_async`."""
+        ...
+
+
+def runs_on_loop(engine: Engine) -> bool:
+    """Whether ``engine`` is an :class:`AsyncEngine`."""
+    return callable(getattr(engine, "run_async", None))
 
 
 class PosixEngine(PosixTargets):

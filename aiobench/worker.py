@@ -14,12 +14,22 @@ from collections import deque
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from time import perf_counter_ns
+from typing import cast
 
 import anyio
 import numpy as np
 
 from aiobench.dirmode import EntryRun, EntryStream
-from aiobench.engine import Engine, IoOptions, Job, SlotBuffer, StartGate
+from aiobench.engine import (
+    AsyncEngine,
+    Engine,
+    IoOptions,
+    Job,
+    RawBatch,
+    SlotBuffer,
+    StartGate,
+    runs_on_loop,
+)
 from aiobench.errors import BenchIOError
 from aiobench.intervals import IntervalSeries
 from aiobench.stats import Int64Array, LatencyRecorder
@@ -150,13 +160,11 @@ class Slot:
         return self.totals
 
 
-def _execute(
-    shared: PhaseShared, slot: Slot, run: Run, gate: StartGate | None
-) -> tuple[Done, BenchIOError | None]:
-    """Runs in an executor thread: the I/O, then latency folding (outside the timed part).
+def _job(shared: PhaseShared, slot: Slot, run: Run, gate: StartGate | None) -> tuple[Job, int]:
+    """The engine's job for ``run``, counted in flight; (the job, operations it queues).
 
-    A slot's first run waits at the phase's ``gate``, inside the engine (which starts
-    its time budget there); one that finds the phase stopped by then does nothing."""
+    A slot's first run waits at the phase's ``gate``, inside the engine (which starts its
+    time budget there); one that finds the phase stopped by then does nothing."""
     if gate is not None:
         gate.register()
     queued = min(shared.depth, len(run))  # operations this run keeps in flight at once
@@ -181,11 +189,41 @@ def _execute(
         depth=shared.depth,
         gate=gate,
     )
+    return job, queued
+
+
+def _done(shared: PhaseShared, queued: int) -> None:
+    with shared.lock:
+        shared.inflight -= queued
+
+
+def _execute(
+    shared: PhaseShared, slot: Slot, run: Run, gate: StartGate | None
+) -> tuple[Done, BenchIOError | None]:
+    """Runs in an executor thread: the I/O, then latency folding (outside the timed part)."""
+    job, queued = _job(shared, slot, run, gate)
     try:
         raw = shared.engine.run(job)
     finally:
-        with shared.lock:
-            shared.inflight -= queued
+        _done(shared, queued)
+    return _fold(slot, run, raw)
+
+
+async def _execute_async(
+    shared: PhaseShared, slot: Slot, run: Run, gate: StartGate | None
+) -> tuple[Done, BenchIOError | None]:
+    """:func:`_execute` for an engine that runs on the event loop (:class:`AsyncEngine`)."""
+    job, queued = _job(shared, slot, run, gate)
+    engine = cast(AsyncEngine, shared.engine)
+    try:
+        raw = await engine.run_async(job)
+    finally:
+        _done(shared, queued)
+    return _fold(slot, run, raw)
+
+
+def _fold(slot: Slot, run: Run, raw: RawBatch) -> tuple[Done, BenchIOError | None]:
+    """A run's latencies into the slot's recorders."""
     ends, io_ends = raw.ends, raw.io_ends
     unit_latency = ends - raw.starts
     io_latency = None
@@ -267,6 +305,7 @@ async def _run_slot(
     shared: PhaseShared, stream: Stream, slot: Slot, siblings: int, gate: StartGate
 ) -> None:
     loop = asyncio.get_running_loop()
+    on_loop = runs_on_loop(shared.engine)
     first: StartGate | None = gate if slot.pending is not None else None
     while first is not None or not shared.stop.is_set():
         if shared.deadline_ns and perf_counter_ns() >= shared.deadline_ns:
@@ -276,9 +315,12 @@ async def _run_slot(
         if run is None:
             return
         slot.busy_since_ns = perf_counter_ns()
-        done, error = await loop.run_in_executor(
-            shared.executor, _execute, shared, slot, run, first
-        )
+        if on_loop:
+            done, error = await _execute_async(shared, slot, run, first)
+        else:
+            done, error = await loop.run_in_executor(
+                shared.executor, _execute, shared, slot, run, first
+            )
         first = None
         _account(shared, slot, done)
         slot.busy_since_ns = 0

@@ -13,15 +13,19 @@ from aiobench.errors import ConfigError
 from aiobench.kinds import PathType
 from aiobench.options import (
     DIR_MODE,
+    OBJECTS,
     OPT,
     OUTPUTS,
     SAFETY,
     SCALE_OUT,
+    SECRET,
     WORKLOAD,
     Opt,
+    declared,
     option,
     optional_size,
     parsed,
+    redacted,
     size,
 )
 from aiobench.units import NS_PER_S, bracket_count, expand_brackets, parse_size
@@ -36,6 +40,7 @@ MAX_SLOTS = 4096
 # Shortest --liveint: intervals much below the ~50 ms executor runs only add noise.
 MIN_LIVE_INTERVAL_MS = 10
 DEFAULT_LIVE_INTERVAL_MS = 2000  # elbencho's default
+S3_SCHEME = "s3://"  # a PATH of object storage: s3://bucket[/prefix]
 # --livecsv/--livejson names that mean stdout, as in elbencho (a file of that name: ./stdout).
 STDOUT_NAMES = ("stdout", "-")
 DROP_CACHES = "/proc/sys/vm/drop_caches"
@@ -513,13 +518,77 @@ class BenchConfig:
     ioengine: str = option(  # resolved: "native" or "python"
         None,
         "--ioengine",
-        help="How operations are issued: native (C) or python (the reference engine).",
+        help="How operations are issued: native (C) or python (the reference engine); "
+        "s3 for s3:// PATHs.",
         panel=WORKLOAD,
         cli_type=str | None,
-        metavar="native|python",
-        shown="native where it was built, else python",
+        metavar="native|python|s3",
+        shown="native where it was built, else python; s3 for s3:// PATHs",
         parse=lambda name, _: ioengines.checked(name),
         default=ioengines.PYTHON,
+    )
+    s3endpoints: str | None = option(
+        None,
+        "--s3endpoints",
+        help="S3 endpoints, [http(s)://]host[:port] comma-separated; thread ranks use them "
+        "round-robin.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="URL,URL...",
+        shown="AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL",
+    )
+    s3key: str | None = option(
+        None,
+        "--s3key",
+        help="S3 access key (never shown in results).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="KEY",
+        shown="AWS_ACCESS_KEY_ID",
+        secret=True,
+    )
+    s3secret: str | None = option(
+        None,
+        "--s3secret",
+        help="S3 secret key (never shown in results).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="SECRET",
+        shown="AWS_SECRET_ACCESS_KEY",
+        secret=True,
+    )
+    s3region: str | None = option(
+        None,
+        "--s3region",
+        help="S3 region the requests are signed for.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="REGION",
+        shown="us-east-1",
+    )
+    s3virtaddr: bool = option(
+        False,
+        "--s3virtaddr",
+        help="Virtual-host addressing (bucket.host) instead of path style (host/bucket).",
+        panel=OBJECTS,
+    )
+    s3objprefix: str = option(
+        "",
+        "--s3objprefix",
+        help="Put before every object name (after the PATH's prefix).",
+        panel=OBJECTS,
+        metavar="TEXT",
+        shown="none",
+    )
+    s3maxconns: int | None = option(
+        None,
+        "--s3maxconns",
+        help="At most N connections per endpoint.",
+        panel=OBJECTS,
+        cli_type=int | None,
+        metavar="N",
+        shown="the slots that use the endpoint",
+        low=1,
     )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
@@ -578,6 +647,19 @@ class BenchConfig:
         ]
         return [(option, path) for option, path in given if path is not None and path != "-"]
 
+    def s3_options(self) -> list[str]:
+        """The object-storage-only options this run gives, as the user spells them."""
+        given = [
+            ("--s3endpoints", self.s3endpoints is not None),
+            ("--s3key", self.s3key is not None),
+            ("--s3secret", self.s3secret is not None),
+            ("--s3region", self.s3region is not None),
+            ("--s3virtaddr", self.s3virtaddr),
+            ("--s3objprefix", bool(self.s3objprefix)),
+            ("--s3maxconns", self.s3maxconns is not None),
+        ]
+        return [name for name, on in given if on]
+
     def file_size_options(self) -> list[str]:
         """The options that change a file's size before writing, as the user spells them."""
         given = [
@@ -587,12 +669,20 @@ class BenchConfig:
         ]
         return [name for name, on in given if on]
 
+    @property
+    def object_storage(self) -> bool:
+        """Whether the PATHs are S3 buckets (``s3://``)."""
+        return any(path.startswith(S3_SCHEME) for path in self.paths)
+
     def to_dict(self) -> dict[str, object]:
-        """The JSON document's ``config``: every field, by its JSON key."""
+        """The JSON document's ``config``: every field, by its JSON key (a secret option
+        given: :data:`~aiobench.options.SECRET`)."""
         out: dict[str, object] = {}
         for f in fields(self):
             opt: Opt | None = f.metadata.get(OPT)
             value = getattr(self, f.name)
+            if opt is not None and opt.secret and value is not None:
+                value = SECRET
             out[opt.json_key or f.name if opt else f.name] = (
                 list(value) if isinstance(value, tuple) else value
             )
@@ -629,9 +719,16 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     :class:`ConfigError`. Besides :func:`validate`, it checks what this process may do
     (``--dropcache`` needs the right to drop the page cache)."""
     values = parsed(BenchConfig, raw)
+    paths = values["paths"]
+    assert isinstance(paths, tuple)
+    objects = any(str(path).startswith(S3_SCHEME) for path in paths)
+    engine = values["ioengine"]
+    assert isinstance(engine, str)
+    values["ioengine"] = ioengines.for_paths(engine, raw.get("ioengine") is not None, objects)
     values["ioengine_fallback"] = raw.get("ioengine") is None and (
         values["ioengine"] == ioengines.PYTHON
     )
+    argv = redacted(argv, [opt for _, opt in declared(BenchConfig)])
     cfg = BenchConfig(argv=argv, **values)  # type: ignore[arg-type]
     validate(cfg)
     if cfg.dropcache and not os.access(DROP_CACHES, os.W_OK):
@@ -669,6 +766,13 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_entries(cfg.threads, cfg.dirs, cfg.files, cfg.dirsharing)
     _check_workload(cfg)
     _check_outputs(cfg)
+    if path_type == PathType.S3:
+        _check_objects(cfg)
+        return
+    if path_type is not None:
+        s3_only = cfg.s3_options()
+        if s3_only:
+            raise ConfigError(f"{s3_only[0]}: only applies to object storage (s3:// PATHs)")
     if path_type == PathType.DIR:
         _check_dir_mode(cfg)
     elif path_type is not None:
@@ -805,6 +909,37 @@ def _check_dir_mode(cfg: BenchConfig) -> None:
         )
     if cfg.num_dirs == 0 and (cfg.mkdirs or cfg.deldirs) and not cfg.file_phases:
         raise ConfigError("-n/--dirs: 0 dirs leave -d/--mkdirs and -D/--deldirs nothing to do")
+
+
+def _check_objects(cfg: BenchConfig) -> None:
+    """Object storage (s3:// PATHs) refuses what only files have, and what it does not do
+    yet."""
+    files_only = (
+        ("--direct", cfg.direct),
+        ("--backward", cfg.backward),
+        ("--strided", cfg.strided),
+        ("--dirsharing", cfg.dirsharing),
+        ("--sync", cfg.sync),
+        ("--dropcache", cfg.dropcache),
+        *((name, True) for name in cfg.file_size_options()),
+    )
+    for name, given in files_only:
+        if given:
+            raise ConfigError(f"{name}: only applies to files, not object storage (s3://)")
+    not_yet = (
+        ("--rand", cfg.rand),
+        ("--randamount", cfg.randamount_bytes is not None),
+        ("--norandalign", cfg.norandalign),
+        ("--infloop", cfg.infloop),
+        ("--verify", cfg.verify is not None),
+        ("--blockvarpct", cfg.blockvarpct is not None),
+        ("--rwmixpct", cfg.rwmixpct is not None),
+        ("--limitread", bool(cfg.limitread_bps)),
+        ("--limitwrite", bool(cfg.limitwrite_bps)),
+    )
+    for name, given in not_yet:
+        if given:
+            raise ConfigError(f"{name}: not supported for object storage (s3://) yet")
 
 
 def _check_file_mode(cfg: BenchConfig, path_type: PathType) -> None:

@@ -39,6 +39,7 @@ class EntryRun:
     size: int
     block: int
     dirs: tuple[tuple[int, str], ...] = ()
+    rank: int = 0  # the thread rank whose entries these are
 
     def __post_init__(self) -> None:
         if self.dirs or not self.leaves:
@@ -93,10 +94,10 @@ class EntryRun:
         index = self.path_index
         rest = index if isinstance(index, int) else index[done:]
         if done >= len(self.leaves):
-            return EntryRun(rest, [], self.size, self.block)
+            return EntryRun(rest, [], self.size, self.block, rank=self.rank)
         at = self._stretch_of(done)
         dirs = ((0, self.dirs[at][1]), *((k - done, p) for k, p in self.dirs[at + 1 :]))
-        return EntryRun(rest, self.leaves[done:], self.size, self.block, dirs)
+        return EntryRun(rest, self.leaves[done:], self.size, self.block, dirs, self.rank)
 
     @property
     def blocks_per_entry(self) -> int:
@@ -169,6 +170,11 @@ class DirLayout:
     def dir_name(self, rank: int, i: int) -> str:
         return f"r{self._dir_rank(rank)}/d{i}"
 
+    @property
+    def dir_phases(self) -> bool:
+        """Whether -d/-D have anything to make or remove (``-n 0``: nothing)."""
+        return self.dirs > 0
+
     def rank_dirs(self, ranks: Sequence[int] | None = None) -> list[tuple[int, str]]:
         """(path index, name) of every ``r<r>`` dir the layout needs, each once; only of
         the thread ranks ``ranks`` (under MPI, those of this process) when given. With
@@ -204,7 +210,7 @@ class DirLayout:
         leaf_prefix = f"r{rank}-f"
         if self.dirs == 0:
             files = self._names(leaf_prefix, start, stop)
-            return EntryRun(rank % self.num_paths, files, size, self.block_size, ((0, ""),))
+            return EntryRun(rank % self.num_paths, files, size, self.block_size, ((0, ""),), rank)
         leaves: list[str] = []
         dirs: list[tuple[int, str]] = []
         indices: list[int] = []
@@ -217,7 +223,7 @@ class DirLayout:
             indices += [self.dir_path_index(rank, i)] * (last - j)
             k += last - j
         index: int | list[int] = indices[0] if len(set(indices)) == 1 else indices
-        return EntryRun(index, leaves, size, self.block_size, tuple(dirs))
+        return EntryRun(index, leaves, size, self.block_size, tuple(dirs), rank)
 
     def _names(self, prefix: str, first: int, stop: int) -> list[str]:
         numbers = _decimal_strings(self.files)
@@ -283,4 +289,4 @@ class EntryStream:
         indices = [index for index, _ in pairs]
         names = [name for _, name in pairs]
         path_index = indices[0] if len(set(indices)) == 1 else indices
-        return EntryRun(path_index, names, self.size, self.layout.block_size)
+        return EntryRun(path_index, names, self.size, self.layout.block_size, rank=self.rank)

@@ -14,8 +14,8 @@ from aiobench.errors import ConfigError
 if TYPE_CHECKING:
     from aiobench.engine import Engine
 
-NATIVE, PYTHON = "native", "python"
-NAMES = (NATIVE, PYTHON)
+NATIVE, PYTHON, S3 = "native", "python", "s3"
+NAMES = (NATIVE, PYTHON, S3)
 
 
 def native_built() -> bool:
@@ -46,7 +46,22 @@ def checked(name: str | None) -> str:
     return name
 
 
+def for_paths(name: str, given: bool, objects: bool) -> str:
+    """The engine for the run's PATHs: s3:// ones take the S3 engine, which takes nothing
+    else (``given``: ``name`` came from --ioengine)."""
+    if objects and given and name != S3:
+        raise ConfigError(f"--ioengine {name}: does not do object storage (s3:// PATHs)")
+    if not objects and name == S3:
+        raise ConfigError("--ioengine s3: only for s3:// PATHs (buckets)")
+    return S3 if objects else name
+
+
 def make(name: str) -> Engine:
+    if name == S3:
+        from aiobench.s3.engine import S3Engine
+
+        s3: Engine = S3Engine()
+        return s3
     if name == NATIVE:
         from aiobench.native import NativeEngine
 

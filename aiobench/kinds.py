@@ -1,4 +1,4 @@
-"""Phase kinds and their names in results, in the fixed order phases run; pure.
+"""Phase kinds and their names in results, in the fixed order phases run; path types; pure.
 
 File mode has WRITE and READ; dir mode has all six. SYNC and DROPCACHE (``--sync``,
 ``--dropcache``) are not benchmark phases but get result blocks of their own, before the
@@ -30,11 +30,20 @@ PHASE_NAMES = {
 }
 
 
-def phase_name(kind: str, rwmix_pct: int | None = None) -> str:
-    """The phase's name in results; a write phase with --rwmixpct P is ``RWMIX<P>``."""
+# Object storage names dir mode's phases as elbencho does: dirs are buckets, files objects.
+OBJECT_PHASE_NAMES = PHASE_NAMES | {
+    MKDIRS: "MKBUCKETS",
+    RMFILES: "RMOBJECTS",
+    RMDIRS: "RMBUCKETS",
+}
+
+
+def phase_name(kind: str, rwmix_pct: int | None = None, *, objects: bool = False) -> str:
+    """The phase's name in results; a write phase with --rwmixpct P is ``RWMIX<P>``;
+    ``objects``: of an S3 run."""
     if kind == WRITE and rwmix_pct is not None:
         return f"RWMIX{rwmix_pct}"
-    return PHASE_NAMES[kind]
+    return (OBJECT_PHASE_NAMES if objects else PHASE_NAMES)[kind]
 
 
 class PathType(StrEnum):
@@ -43,3 +52,4 @@ class PathType(StrEnum):
     FILE = "file"
     BLOCKDEV = "blockdev"
     DIR = "dir"
+    S3 = "s3"  # buckets of object storage (s3://bucket[/prefix])

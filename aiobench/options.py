@@ -11,7 +11,7 @@ than one option live in :func:`aiobench.config.validate`. Pure; imports nothing 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,10 @@ WORKLOAD = "Workload"
 DIR_MODE = "Dir mode (PATH is a directory)"
 OUTPUTS = "Outputs"
 SCALE_OUT = "Scale-out (MPI)"
+OBJECTS = "Object storage (S3; PATH is s3://bucket[/prefix])"
 SAFETY = "Safety"
-PANEL_TITLES = (WORKLOAD, DIR_MODE, OUTPUTS, SCALE_OUT, SAFETY)
+PANEL_TITLES = (WORKLOAD, DIR_MODE, OBJECTS, OUTPUTS, SCALE_OUT, SAFETY)
+SECRET = "***"  # what the results and the recorded command show of a secret option
 
 Parse = Callable[[Any, str], Any]
 
@@ -47,6 +49,7 @@ class Opt:
     high: int | None = None  # the greatest, likewise
     json_key: str | None = None  # the key in the JSON document, when not the field's name
     argument: bool = False  # the positional PATH... argument, not an option
+    secret: bool = False  # a credential: never in results, messages or the command recorded
 
     @property
     def name(self) -> str:
@@ -124,3 +127,21 @@ def optional_size(text: str | None, name: str) -> int | None:
     if value == 0:
         raise ConfigError(f"{name}: must be greater than 0")
     return value
+
+
+def redacted(argv: Sequence[str], options: Sequence[Opt]) -> tuple[str, ...]:
+    """``argv`` with the values of secret ``options`` replaced by :data:`SECRET` (as
+    ``--opt VALUE`` and as ``--opt=VALUE``)."""
+    flags = {flag for opt in options if opt.secret for flag in opt.flags}
+    out: list[str] = []
+    hide = False
+    for arg in argv:
+        name, eq, _ = arg.partition("=")
+        if hide:
+            out.append(SECRET)
+        elif eq and name in flags:
+            out.append(f"{name}={SECRET}")
+        else:
+            out.append(arg)
+        hide = not hide and arg in flags
+    return tuple(out)

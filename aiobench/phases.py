@@ -132,7 +132,7 @@ async def run_phase(
     """Run one phase of ``kind`` over all threads and summarise it."""
     cfg = ctx.cfg
     setup_ns = perf_counter_ns()
-    name = phase_name(kind, rwmix_pct(cfg, kind))
+    name = phase_name(kind, rwmix_pct(cfg, kind), objects=cfg.object_storage)
     streams = streams_for(ctx, kind, phase_index)
     options = IoOptions(
         direct=cfg.direct,

@@ -44,7 +44,7 @@ def event_loop_name() -> str:
 
 def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[str]:
     """The phases to run, in their fixed order (the order of options does not matter)."""
-    dirs = isinstance(resolved.layout, DirLayout) and resolved.layout.dirs > 0
+    dirs = isinstance(resolved.layout, DirLayout) and resolved.layout.dir_phases
     wanted = (
         (MKDIRS, cfg.mkdirs and dirs),
         (WRITE, cfg.write),
@@ -62,7 +62,8 @@ def skipped_note(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> str
     if not result.phases or result.interrupted or result.error is not None:
         return None
     last = result.phases[-1]
-    names = [phase_name(kind, cfg.rwmixpct) for kind in phase_kinds(cfg, resolved)]
+    objects = cfg.object_storage
+    names = [phase_name(kind, cfg.rwmixpct, objects=objects) for kind in phase_kinds(cfg, resolved)]
     if not last.time_limited or last.name not in names:
         return None
     left = names[names.index(last.name) + 1 :]
@@ -221,6 +222,7 @@ def run_benchmark(
             pass  # a block's setup stopped before its start; the signal is settled below
         finally:
             interrupts.attach(None)
+            await opened.release()
 
     try:
         backend_options = {"use_uvloop": loop_name == "uvloop"}

@@ -161,7 +161,7 @@ def summarise(
         io_latency = latency.summary()
     worked = [t.elapsed_ns if s.total_ops else 0 for t, s in zip(threads, streams, strict=True)]
     return PhaseResult(
-        name=phase_name(kind, pct),
+        name=phase_name(kind, pct, objects=ctx.cfg.object_storage),
         start_time=wall_start.isoformat(timespec="milliseconds"),
         first_done=Totals(
             elapsed_ns=first - start,

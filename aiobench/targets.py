@@ -109,6 +109,10 @@ class Targets:
         """Release the handles."""
         raise NotImplementedError
 
+    async def release(self) -> None:
+        """On the event loop, after the last phase: let go of what lives on it (an
+        engine that runs there: its connections)."""
+
     def undo(self) -> None:
         """Close and remove what the opening created (setup failed, or a signal came)."""
         raise NotImplementedError
@@ -137,6 +141,9 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None)
         listing = ", ".join(f"{p} ({t})" for p, t in types.items())
         raise ConfigError(f"PATH: all paths must be of one type, got {listing}")
     path_type = kinds.pop()
+    if path_type == PathType.S3:
+        validate(cfg, path_type)
+        return _resolve_objects(cfg)
     if path_type == DIR:
         validate(cfg, path_type)
         resolved = _resolve_dirs(cfg)
@@ -181,6 +188,23 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None)
     resolved = Resolved(path_type, layout, tuple(notes))
     _check_space(cfg, resolved)
     return resolved
+
+
+def _resolve_objects(cfg: BenchConfig) -> Resolved:
+    """Object storage: the buckets as dir mode's paths, and what the requests need
+    (endpoints, credentials, region, from the options or the environment)."""
+    from aiobench.s3 import target
+
+    target.parse_endpoints(cfg.s3endpoints, os.environ)
+    target.parse_credentials(cfg.s3key, cfg.s3secret, os.environ)
+    target.parse_region(cfg.s3region)
+    size, block = cfg.size_bytes, cfg.block_size
+    if size == 0 and (cfg.write or cfg.read):
+        raise ConfigError("-s/--size: needed (and > 0): the size of each object")
+    layout = target.object_layout(
+        len(cfg.paths), cfg.threads, cfg.num_dirs, cfg.num_files, size, min(block, size or block)
+    )
+    return Resolved(PathType.S3, layout, ())
 
 
 def _check_space(cfg: BenchConfig, resolved: Resolved) -> None:

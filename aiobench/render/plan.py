@@ -48,7 +48,7 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[str]) -> str:
     layout = resolved.layout
     out = ""
     for kind in kinds:
-        name = phase_name(kind, cfg.rwmixpct)
+        name = phase_name(kind, cfg.rwmixpct, objects=cfg.object_storage)
         if isinstance(layout, DirLayout):
             dirs = cfg.threads * layout.dirs if not layout.sharing else layout.dirs
             files = cfg.threads * layout.files_per_rank()

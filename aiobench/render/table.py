@@ -128,12 +128,13 @@ def latency_rows(prefix: str, lat: LatencySummary, options: TableOptions = ALL_L
 
 
 def entry_label(phase: PhaseResult) -> str:
-    """``Dirs`` for MKDIRS/RMDIRS, ``Files`` for the file phases of dir mode."""
+    """``Dirs`` for MKDIRS/RMDIRS (and S3's MKBUCKETS/RMBUCKETS), ``Files`` for the file
+    phases of dir mode (and S3's objects)."""
     return _entry_label(phase.name)
 
 
 def _entry_label(name: str) -> str:
-    return "Dirs" if name in ("MKDIRS", "RMDIRS") else "Files"
+    return "Dirs" if name in ("MKDIRS", "RMDIRS", "MKBUCKETS", "RMBUCKETS") else "Files"
 
 
 def _cpu_row(phase: PhaseResult) -> str:

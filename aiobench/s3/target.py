@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from aiobench.dirmode import DirLayout
 from aiobench.errors import ConfigError
-from aiobench.kinds import WRITE
+from aiobench.kinds import MKDIRS, RMDIRS, WRITE
 
 SCHEME = "s3://"
 DEFAULT_REGION = "us-east-1"  # what AWS SDKs and most S3 servers assume without one
@@ -258,12 +258,33 @@ def bucket_address(endpoint: Endpoint, bucket: str, virtual_host: bool) -> Bucke
     return BucketAddress(endpoint.url, endpoint.netloc, f"/{bucket}")
 
 
+@dataclass(frozen=True, slots=True)
+class BucketLayout(DirLayout):
+    """Dir mode's layout with the buckets as its paths; its dirs phases (MKBUCKETS,
+    RMBUCKETS) make and remove the buckets themselves: thread rank r those at PATH index
+    r, r + threads, ... (elbencho: more threads help only with more buckets)."""
+
+    @property
+    def dir_phases(self) -> bool:
+        return True  # the buckets
+
+    def entries(self, kind: str, rank: int) -> int:
+        if kind in (MKDIRS, RMDIRS):
+            return len(range(rank, self.num_paths, self.threads))
+        return DirLayout.entries(self, kind, rank)
+
+    def entry(self, kind: str, rank: int, k: int) -> tuple[int, str]:
+        if kind in (MKDIRS, RMDIRS):
+            return rank + k * self.threads, ""
+        return DirLayout.entry(self, kind, rank, k)
+
+
 def object_layout(
     buckets: int, threads: int, dirs: int, files: int, size: int, block: int
-) -> DirLayout:
-    """The dir-mode layout of an S3 run: ``-n`` prefixes per thread, ``-N`` objects each,
-    the buckets as its paths."""
-    return DirLayout(
+) -> BucketLayout:
+    """The layout of an S3 run: ``-n`` prefixes per thread, ``-N`` objects each, the
+    buckets as its paths."""
+    return BucketLayout(
         num_paths=buckets,
         threads=threads,
         dirs=dirs,

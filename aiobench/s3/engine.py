@@ -1,0 +1,260 @@
+"""The S3 engine: dir mode's phases as S3 requests, on the event loop.
+
+A run is a thread rank's objects (dir mode's files, :class:`~aiobench.dirmode.EntryRun`),
+or the buckets of MKBUCKETS/RMBUCKETS, done one after the other by one slot's coroutine.
+Each slot has one request in flight, so a thread with ``--iodepth D`` has up to D: its D
+slots. Every object is an entry (its latency is the object's); every request that moves
+data is an I/O operation (a PUT, a part of a multipart upload, a ranged GET of ``-b``
+bytes). Objects larger than ``-b`` are uploaded in parts of ``-b``. The requests are
+:class:`~aiobench.s3.client.S3Client`'s, one client per endpoint, used by the thread ranks
+round-robin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Callable, Sequence
+from time import perf_counter_ns
+from typing import TYPE_CHECKING
+
+from aiobench.dirmode import EntryRun
+from aiobench.engine import IoOptions, Job, RawBatch, SlotBuffer, _Lists
+from aiobench.errors import BenchIOError, ConfigError, S3Error
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PathType
+from aiobench.s3.client import S3Client
+from aiobench.s3.target import (
+    BucketPath,
+    Credentials,
+    Endpoint,
+    endpoint_of_rank,
+    parse_credentials,
+    parse_endpoints,
+    parse_path,
+    parse_paths,
+    parse_region,
+)
+from aiobench.targets import Probe, Targets
+
+if TYPE_CHECKING:
+    from aiobench.config import BenchConfig
+
+
+class S3Targets(Targets):
+    """The buckets of a run and the clients of its endpoints (made on the event loop when
+    first used, closed there by :meth:`release`)."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        buckets: tuple[BucketPath, ...],
+        endpoints: tuple[Endpoint, ...],
+        credentials: Credentials,
+        region: str,
+        virtual_host: bool,
+        objprefix: str,
+        max_connections: int,
+    ) -> None:
+        super().__init__(paths)
+        self.buckets = buckets
+        self.endpoints = endpoints
+        self.objprefix = objprefix
+        self._credentials = credentials
+        self._region = region
+        self._virtual_host = virtual_host
+        self._max_connections = max_connections
+        self._clients: dict[Endpoint, S3Client] = {}
+
+    async def client(self, rank: int) -> S3Client:
+        """The client of thread rank ``rank``'s endpoint."""
+        endpoint = endpoint_of_rank(self.endpoints, rank)
+        client = self._clients.get(endpoint)
+        if client is None:
+            client = S3Client(
+                endpoint,
+                self._credentials,
+                self._region,
+                virtual_host=self._virtual_host,
+                max_connections=self._max_connections,
+            )
+            await client.__aenter__()  # (does not wait: no other slot gets in between)
+            self._clients[endpoint] = client
+        return client
+
+    async def release(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+    def close(self) -> None:
+        """Nothing is held outside the event loop (see :meth:`release`)."""
+
+    def undo(self) -> None:
+        """Opening created nothing: the buckets and objects are the phases' work."""
+
+
+def _targets(job: Job) -> S3Targets:
+    targets = job.targets
+    if not isinstance(targets, S3Targets):
+        raise TypeError("the S3 engine runs only on what it opened")  # a programming error
+    return targets
+
+
+def _block(buf: SlotBuffer | None, length: int) -> memoryview:
+    """The next write window of the slot's buffer, ``length`` bytes, as one view."""
+    assert buf is not None
+    parts = buf.next_block(length)
+    return parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
+
+
+class S3Engine:
+    """Object storage over S3's REST API (:class:`~aiobench.engine.AsyncEngine`)."""
+
+    name = "s3"
+
+    def probe(self, path: str, opening: bool = True) -> Probe:
+        """An ``s3://bucket[/prefix]`` PATH; nothing is asked of the server before the run."""
+        parse_path(path)
+        return Probe(PathType.S3, None)
+
+    def open(
+        self, cfg: BenchConfig, path_type: str, check: Callable[[], None] | None = None
+    ) -> S3Targets:
+        if path_type != PathType.S3:
+            raise ConfigError(f"{cfg.paths[0]}: the S3 engine takes only s3:// PATHs")
+        endpoints = parse_endpoints(cfg.s3endpoints, os.environ)
+        # Each endpoint serves every len(endpoints)-th thread rank, each with its slots.
+        slots = math.ceil(cfg.threads / len(endpoints)) * cfg.iodepth
+        return S3Targets(
+            cfg.paths,
+            buckets=parse_paths(cfg.paths),
+            endpoints=endpoints,
+            credentials=parse_credentials(cfg.s3key, cfg.s3secret, os.environ),
+            region=parse_region(cfg.s3region),
+            virtual_host=cfg.s3virtaddr,
+            objprefix=cfg.s3objprefix,
+            max_connections=min(slots, cfg.s3maxconns or slots),
+        )
+
+    def prepare_files(
+        self,
+        targets: Targets,
+        sizes: Sequence[int],
+        *,
+        trunc: bool,
+        trunctosize: bool,
+        prealloc: bool,
+    ) -> BenchIOError | None:
+        return None  # (refused for object storage: see config.validate)
+
+    def rank_dirs(
+        self,
+        targets: Targets,
+        dirs: Sequence[tuple[int, str]],
+        *,
+        remove: bool,
+        missing_ok: bool,
+    ) -> BenchIOError | None:
+        return None  # key prefixes need no making
+
+    def sync(self, targets: Targets) -> None:
+        """(--sync is refused for object storage.)"""
+
+    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int:
+        return 1  # one request in flight per slot; --iodepth gives a thread its slots
+
+    def run(self, job: Job) -> RawBatch:
+        raise TypeError("the S3 engine runs on the event loop (run_async)")
+
+    async def run_async(self, job: Job) -> RawBatch:
+        released = await job.released_async()
+        record = _Lists()
+        if released is None:
+            return record.batch()  # the phase was stopped before it started
+        job = released
+        run = job.ops
+        assert isinstance(run, EntryRun)
+        targets = _targets(job)
+        client = await targets.client(run.rank)
+        index = run.path_index
+        stopped = job.stop.is_set if job.stop is not None else (lambda: False)
+        clock = perf_counter_ns
+        try:
+            for k in range(len(run)):
+                bucket = targets.buckets[index if isinstance(index, int) else index[k]]
+                record.starts.append(clock())
+                if job.kind in (MKDIRS, RMDIRS):
+                    if job.kind == MKDIRS:
+                        await client.create_bucket(bucket.bucket)
+                    else:
+                        await client.delete_bucket(bucket.bucket)
+                else:
+                    key = bucket.key(run.name(k), targets.objprefix)
+                    await self._object(job, client, bucket.bucket, key, run, record)
+                record.ends.append(end := clock())
+                if end > job.until_ns or stopped():
+                    break
+        except S3Error as exc:
+            record.error = exc
+        return record.batch()
+
+    @staticmethod
+    async def _object(
+        job: Job, client: S3Client, bucket: str, key: str, run: EntryRun, record: _Lists
+    ) -> None:
+        """One object's requests in a phase of ``job.kind``."""
+        kind, clock = job.kind, perf_counter_ns
+        if kind == STAT:
+            await client.head_object(bucket, key)
+        elif kind == RMFILES:
+            await client.delete_object(bucket, key)
+        elif kind == WRITE and run.size <= run.block:
+            body = _block(job.buf, run.size)
+            record.io_starts.append(clock())
+            await client.put_object(bucket, key, body)
+            record.io_ends.append(clock())
+        elif kind == WRITE:
+            await _multipart(job, client, bucket, key, run, record)
+        elif kind == READ:
+            assert job.buf is not None
+            view = job.buf.read_view[0]
+            for offset in range(0, run.size, run.block):
+                length = min(run.block, run.size - offset)
+                record.io_starts.append(clock())
+                got, _ = await client.get_range(bucket, key, offset, view[:length])
+                record.io_ends.append(clock())
+                if got != length:
+                    record.io_ends.pop()
+                    raise S3Error(
+                        endpoint=client.endpoint.url,
+                        bucket=bucket,
+                        key=key,
+                        offset=offset + got,
+                        reason=f"the object ended after {offset + got} bytes, "
+                        f"{run.size} expected (-s)",
+                    )
+        else:  # pragma: no cover - a programming error
+            raise ValueError(kind)
+
+
+async def _multipart(
+    job: Job, client: S3Client, bucket: str, key: str, run: EntryRun, record: _Lists
+) -> None:
+    """An object larger than ``-b``: uploaded in parts of ``-b`` bytes, one after the other
+    (the last may be shorter); an upload that fails is aborted."""
+    clock = perf_counter_ns
+    upload = await client.create_multipart_upload(bucket, key)
+    etags: list[str] = []
+    try:
+        for number, offset in enumerate(range(0, run.size, run.block), 1):
+            body = _block(job.buf, min(run.block, run.size - offset))
+            record.io_starts.append(clock())
+            etags.append(await client.upload_part(bucket, key, upload, number, body))
+            record.io_ends.append(clock())
+        await client.complete_multipart_upload(bucket, key, upload, etags)
+    except BaseException:
+        with contextlib.suppress(S3Error):  # the first error is the one to report
+            await client.abort_multipart_upload(bucket, key, upload)
+        raise

@@ -1,0 +1,218 @@
+"""Object storage end to end (#15): the CLI's S3 phases against a real S3 server on
+loopback (SeaweedFS, signatures checked); counts and sizes checked by listing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+from aiobench.errors import S3Error
+from aiobench.s3.client import S3Client
+from aiobench.s3.target import Credentials, parse_endpoint
+from tests.conftest import RunCli, errors_of
+from tests.s3server import S3Server, s3_server  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.slow  # real CLI runs and weed mini
+
+MIB = 1 << 20
+# A guard only: an endpoint nothing listens on must fail fast, not hang.
+MAX_DEAD_ENDPOINT_S = 30.0
+
+
+def s3_args(server: S3Server, secret: str | None = None) -> list[str]:
+    return [
+        "--s3endpoints",
+        server.endpoint,
+        "--s3key",
+        server.access_key,
+        "--s3secret",
+        secret or server.secret_key,
+        "--nolive",
+    ]
+
+
+def fresh_bucket() -> str:
+    return f"aiobench-{uuid.uuid4().hex[:12]}"
+
+
+def listing(server: S3Server, bucket: str) -> dict[str, int] | None:
+    """key -> size of every object in ``bucket``; None when the bucket does not exist."""
+
+    async def keys() -> dict[str, int] | None:
+        credentials = Credentials(server.access_key, server.secret_key)
+        async with S3Client(parse_endpoint(server.endpoint), credentials, server.region) as c:
+            out: dict[str, int] = {}
+            token = None
+            try:
+                while True:
+                    page = await c.list_objects(bucket, token=token)
+                    out.update(zip(page.keys, page.sizes, strict=True))
+                    token = page.next_token
+                    if token is None:
+                        return out
+            except S3Error as exc:
+                if exc.code == "NoSuchBucket":
+                    return None
+                raise
+
+    return asyncio.run(keys())
+
+
+def phases(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p["phase"]: p for p in doc["phases"]}
+
+
+def test_every_phase_with_two_threads(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+    validator: Draft202012Validator,
+) -> None:
+    a, b = fresh_bucket(), fresh_bucket()
+    paths = [f"s3://{a}", f"s3://{b}/run1"]
+    layout = ["-t", "2", "-n", "2", "-N", "3", "-s", "4k", "-b", "4k"]
+    out = tmp_path / "write.json"
+    proc = run_cli(
+        "-d", "-w", *layout, *s3_args(s3_server), "--json", str(out), *paths
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert errors_of(validator, doc) == []
+    assert [p["phase"] for p in doc["phases"]] == ["MKBUCKETS", "WRITE"]
+    assert phases(doc)["MKBUCKETS"]["last_done"]["entries"] == 2
+    write = phases(doc)["WRITE"]["last_done"]
+    # 2 threads x 2 prefixes x 3 objects of 4 KiB, a PUT each.
+    assert (write["entries"], write["ops"], write["bytes"]) == (12, 12, 12 * 4096)
+    # Dir mode's names, bucket (rank + prefix) % 2, the PATH's prefix as a folder.
+    objects = {**{f"{a}/{k}": v for k, v in (listing(s3_server, a) or {}).items()}}
+    objects |= {f"{b}/{k}": v for k, v in (listing(s3_server, b) or {}).items()}
+    expected = {
+        f"{[a, b][(rank + d) % 2]}/{'run1/' if (rank + d) % 2 else ''}r{rank}/d{d}/r{rank}-f{f}"
+        for rank in range(2)
+        for d in range(2)
+        for f in range(3)
+    }
+    assert set(objects) == expected
+    assert set(objects.values()) == {4096}
+    # STAT and READ on them, then everything removed by -F -D.
+    out = tmp_path / "rest.json"
+    proc = run_cli(
+        "--stat", "-r", "-F", "-D", *layout, *s3_args(s3_server), "--json", str(out), *paths
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert errors_of(validator, doc) == []
+    got = phases(doc)
+    assert list(got) == ["STAT", "READ", "RMOBJECTS", "RMBUCKETS"]
+    assert got["STAT"]["last_done"]["entries"] == 12
+    read = got["READ"]["last_done"]
+    assert (read["entries"], read["ops"], read["bytes"]) == (12, 12, 12 * 4096)
+    assert got["RMOBJECTS"]["last_done"]["entries"] == 12
+    assert got["RMBUCKETS"]["last_done"]["entries"] == 2
+    assert listing(s3_server, a) is None and listing(s3_server, b) is None
+    # The table names the phases as elbencho does.
+    for name in ("STAT", "READ", "RMOBJECTS", "RMBUCKETS"):
+        assert f"\n{name:<11} Elapsed time" in proc.stdout
+
+
+def test_objects_larger_than_a_block_are_multipart_uploads(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    bucket = fresh_bucket()
+    # SeaweedFS, like AWS, takes parts of at least 5 MiB (but the last).
+    layout = ["-t", "2", "-n", "1", "-N", "1", "-s", "11m", "-b", "5m"]
+    out = tmp_path / "mp.json"
+    proc = run_cli("-d", "-w", "-r", *layout, *s3_args(s3_server), "--json", str(out),
+                   f"s3://{bucket}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    for name in ("WRITE", "READ"):
+        done = phases(doc)[name]["last_done"]
+        assert (done["entries"], done["ops"], done["bytes"]) == (2, 6, 22 * MIB), name
+    assert listing(s3_server, bucket) == {"r0/d0/r0-f0": 11 * MIB, "r1/d0/r1-f0": 11 * MIB}
+    proc = run_cli("-F", "-D", *layout, *s3_args(s3_server), f"s3://{bucket}")
+    assert proc.returncode == 0, proc.stderr
+    assert listing(s3_server, bucket) is None
+
+
+def test_wrong_secret_is_one_clean_error_and_never_shown(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    wrong = "not-the-secret-" + uuid.uuid4().hex
+    out = tmp_path / "run.json"
+    proc = run_cli("-d", "-w", "-s", "4k", *s3_args(s3_server, secret=wrong), "--json",
+                   str(out), f"s3://{fresh_bucket()}")  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1, proc.stderr
+    assert "HTTP 403 SignatureDoesNotMatch" in errors[0]
+    assert s3_server.endpoint in errors[0] and "Traceback" not in proc.stderr
+    text = out.read_text(encoding="utf-8")
+    for shown in (proc.stdout, proc.stderr, text):
+        assert wrong not in shown and s3_server.access_key not in shown
+    doc = json.loads(text)
+    assert doc["meta"]["config"]["s3secret"] == "***"
+    assert doc["error"]["code"] == "SignatureDoesNotMatch"
+    assert "--s3secret" in doc["meta"]["command"] and wrong not in doc["meta"]["command"]
+
+
+def test_a_dead_endpoint_fails_fast_with_a_clean_error(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # free once closed: nothing listens there
+    args = s3_args(s3_server)
+    args[1] = f"http://127.0.0.1:{port}"
+    began = time.monotonic()
+    proc = run_cli("-d", "-w", "-s", "4k", *args, f"s3://{fresh_bucket()}")
+    assert time.monotonic() - began < MAX_DEAD_ENDPOINT_S
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and f"127.0.0.1:{port}" in errors[0], proc.stderr
+    assert "ECONNREFUSED" in errors[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--s3endpoints", "ftp://h"], "Error: --s3endpoints: 'ftp://h': the scheme must be"),
+        (["--s3endpoints", "http://h", "--s3key", "k"], "Error: --s3secret: no S3 secret"),
+        (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "--direct"],
+         "Error: --direct: only applies to files"),
+        (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "--verify", "1"],
+         "Error: --verify: not supported for object storage (s3://) yet"),
+        (["--ioengine", "native", "--s3endpoints", "http://h"],
+         "Error: --ioengine native: does not do object storage"),
+    ],
+)  # fmt: skip
+def test_what_can_be_checked_before_the_run_is_a_usage_error(
+    run_cli: RunCli, args: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    proc = run_cli("-w", "-s", "4k", *args, "s3://some-bucket")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(message) and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_s3_options_need_s3_paths(run_cli: RunCli, tmp_path: Path) -> None:
+    proc = run_cli("-w", "-s", "4k", "--s3endpoints", "http://h", str(tmp_path / "f"))
+    assert proc.returncode == 2
+    assert proc.stderr == "Error: --s3endpoints: only applies to object storage (s3:// PATHs)\n"
+    assert list(tmp_path.iterdir()) == []

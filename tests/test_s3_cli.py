@@ -146,6 +146,30 @@ def test_objects_larger_than_a_block_are_multipart_uploads(
     assert listing(s3_server, bucket) is None
 
 
+def test_verify_checks_every_get_body(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    bucket = fresh_bucket()
+    layout = ["-t", "2", "-N", "2", "-s", "11m", "-b", "5m", *s3_args(s3_server)]
+    proc = run_cli("-d", "-w", "-r", "--verify", "7", *layout, f"s3://{bucket}")
+    assert proc.returncode == 0, proc.stderr
+    # Ranged reads of another size check the same pattern; another salt finds it wrong.
+    again = run_cli("-r", "--verify", "7", *layout, "-b", "3m", f"s3://{bucket}")
+    assert again.returncode == 0, again.stderr
+    out = tmp_path / "bad.json"
+    proc = run_cli("-r", "--verify", "8", *layout, "--json", str(out), f"s3://{bucket}")
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and f"s3://{bucket}/r" in errors[0], proc.stderr
+    assert "offset 0: data mismatch (--verify): expected word 0x0000000000000008" in errors[0]
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["error"]["expected"] == 8 and doc["error"]["found"] == 7
+    assert run_cli("-F", "-D", *layout, f"s3://{bucket}").returncode == 0
+    assert listing(s3_server, bucket) is None
+
+
 def test_wrong_secret_is_one_clean_error_and_never_shown(
     run_cli: RunCli,
     s3_server: S3Server,  # noqa: F811
@@ -196,8 +220,8 @@ def test_a_dead_endpoint_fails_fast_with_a_clean_error(
         (["--s3endpoints", "http://h", "--s3key", "k"], "Error: --s3secret: no S3 secret"),
         (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "--direct"],
          "Error: --direct: only applies to files"),
-        (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "--verify", "1"],
-         "Error: --verify: not supported for object storage (s3://) yet"),
+        (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "-r", "--rand"],
+         "Error: --rand: not supported for object storage (s3://) yet"),
         (["--ioengine", "native", "--s3endpoints", "http://h"],
          "Error: --ioengine native: does not do object storage"),
     ],

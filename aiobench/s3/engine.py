@@ -5,7 +5,9 @@ or the buckets of MKBUCKETS/RMBUCKETS, done one after the other by one slot's co
 Each slot has one request in flight, so a thread with ``--iodepth D`` has up to D: its D
 slots. Every object is an entry (its latency is the object's); every request that moves
 data is an I/O operation (a PUT, a part of a multipart upload, a ranged GET of ``-b``
-bytes). Objects larger than ``-b`` are uploaded in parts of ``-b``. The requests are
+bytes). Objects larger than ``-b`` are uploaded in parts of ``-b``. With ``--verify SALT``
+each object holds the pattern of :mod:`aiobench.verify` (its offsets those within the
+object), and every GET body is checked against it. The requests are
 :class:`~aiobench.s3.client.S3Client`'s, one client per endpoint, used by the thread ranks
 round-robin.
 """
@@ -20,8 +22,8 @@ from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
 from aiobench.dirmode import EntryRun
-from aiobench.engine import IoOptions, Job, RawBatch, SlotBuffer, _Lists
-from aiobench.errors import BenchIOError, ConfigError, S3Error
+from aiobench.engine import IoOptions, Job, RawBatch, _Lists
+from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PathType
 from aiobench.s3.client import S3Client
 from aiobench.s3.target import (
@@ -36,6 +38,7 @@ from aiobench.s3.target import (
     parse_region,
 )
 from aiobench.targets import Probe, Targets
+from aiobench.verify import check, pattern
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
@@ -102,10 +105,14 @@ def _targets(job: Job) -> S3Targets:
     return targets
 
 
-def _block(buf: SlotBuffer | None, length: int) -> memoryview:
-    """The next write window of the slot's buffer, ``length`` bytes, as one view."""
-    assert buf is not None
-    parts = buf.next_block(length)
+def _block(job: Job, offset: int, length: int) -> memoryview:
+    """The body of ``length`` bytes at ``offset`` of an object: with --verify its pattern,
+    else the next write window of the slot's buffer, as one view."""
+    salt = job.options.verify
+    if salt is not None:
+        return memoryview(pattern(offset, length, salt))
+    assert job.buf is not None
+    parts = job.buf.next_block(length)
     return parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
 
 
@@ -196,7 +203,7 @@ class S3Engine:
                 record.ends.append(end := clock())
                 if end > job.until_ns or stopped():
                     break
-        except S3Error as exc:
+        except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
             record.error = exc
         return record.batch()
 
@@ -211,7 +218,7 @@ class S3Engine:
         elif kind == RMFILES:
             await client.delete_object(bucket, key)
         elif kind == WRITE and run.size <= run.block:
-            body = _block(job.buf, run.size)
+            body = _block(job, 0, run.size)
             record.io_starts.append(clock())
             await client.put_object(bucket, key, body)
             record.io_ends.append(clock())
@@ -235,6 +242,16 @@ class S3Engine:
                         reason=f"the object ended after {offset + got} bytes, "
                         f"{run.size} expected (-s)",
                     )
+                salt = job.options.verify
+                mismatch = None if salt is None else check(view[:length], offset, salt)
+                if mismatch is not None:
+                    record.io_ends.pop()
+                    raise VerifyError(
+                        path=f"s3://{bucket}/{key}",
+                        offset=mismatch.offset,
+                        expected=mismatch.expected,
+                        found=mismatch.found,
+                    )
         else:  # pragma: no cover - a programming error
             raise ValueError(kind)
 
@@ -249,7 +266,7 @@ async def _multipart(
     etags: list[str] = []
     try:
         for number, offset in enumerate(range(0, run.size, run.block), 1):
-            body = _block(job.buf, min(run.block, run.size - offset))
+            body = _block(job, offset, min(run.block, run.size - offset))
             record.io_starts.append(clock())
             etags.append(await client.upload_part(bucket, key, upload, number, body))
             record.io_ends.append(clock())

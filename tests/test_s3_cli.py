@@ -266,3 +266,18 @@ def test_mpirun_of_two_ranks_makes_the_objects_of_two_threads(
     assert counts["ranks"] == counts["threads"]
     assert counts["ranks"][0] == [("MKBUCKETS", 1), ("WRITE", 12)]
     assert counts["ranks"][1] is not None and len(counts["ranks"][1]) == 12
+
+
+def test_dryrun_prints_the_plan_and_sends_nothing(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+) -> None:
+    bucket = fresh_bucket()
+    proc = run_cli("--dryrun", "-d", "-w", "-t", "2", "-n", "2", "-N", "5", "-s", "4k",
+                   *s3_args(s3_server), f"s3://{bucket}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Targets         : 1 bucket: s3://" in proc.stdout
+    assert "MKBUCKETS       : 1 buckets\n" in proc.stdout
+    assert "WRITE           : 20 objects, 80.0 KiB" in proc.stdout
+    assert s3_server.secret_key not in proc.stdout + proc.stderr
+    assert listing(s3_server, bucket) is None

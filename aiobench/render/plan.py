@@ -23,7 +23,9 @@ def _row(name: str, text: str) -> str:
 
 
 def _targets(cfg: BenchConfig, resolved: Resolved) -> str:
-    kind = {"file": "file", "blockdev": "block device", "dir": "directory"}[resolved.path_type]
+    kind = {"file": "file", "blockdev": "block device", "dir": "directory", "s3": "bucket"}[
+        resolved.path_type
+    ]
     layout = resolved.layout
     shown = []
     for i, path in enumerate(cfg.paths[:MAX_LISTED]):
@@ -52,13 +54,18 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[str]) -> str:
         if isinstance(layout, DirLayout):
             dirs = cfg.threads * layout.dirs if not layout.sharing else layout.dirs
             files = cfg.threads * layout.files_per_rank()
+            dir_word, file_word = (
+                ("buckets", "objects") if cfg.object_storage else ("dirs", "files")
+            )
+            if cfg.object_storage:
+                dirs = len(cfg.paths)
             if kind in (MKDIRS, RMDIRS):
-                text = f"{dirs} dirs"
+                text = f"{dirs} {dir_word}"
             elif kind in (STAT, RMFILES):
-                text = f"{files} files"
+                text = f"{files} {file_word}"
             else:
                 total = files * layout.file_size
-                text = f"{files} files, {format_bytes(total)} in blocks of "
+                text = f"{files} {file_word}, {format_bytes(total)} in blocks of "
                 text += format_bytes(layout.block_size)
         else:
             total = _file_phase_bytes(cfg, layout)
@@ -79,7 +86,11 @@ def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[str]) -> str:
     slots = f"{cfg.threads} x iodepth {cfg.iodepth} = {cfg.slots} slots"
     out += _row("Threads", f"{slots}, {cfg.ioengine} engine")
     layout = resolved.layout
-    if isinstance(layout, DirLayout):
+    if isinstance(layout, DirLayout) and cfg.object_storage:
+        prefixes = "no key prefix" if layout.dirs == 0 else f"{layout.dirs} key prefixes"
+        per = f"{prefixes}, {layout.files_per_rank()} objects of {format_bytes(layout.file_size)}"
+        out += _row("Per thread", per)
+    elif isinstance(layout, DirLayout):
         dirs = "files straight into PATH" if layout.dirs == 0 else f"{layout.dirs} dirs"
         shared = " (one set shared by all threads)" if layout.sharing else ""
         per = f"{dirs}{shared}, {layout.files_per_rank()} files of "

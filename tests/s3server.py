@@ -34,14 +34,15 @@ from pathlib import Path
 import pytest
 
 # Fixed, unusual ports, all on 127.0.0.1; weed puts each component's gRPC port 10000
-# above its HTTP port (51733 ...), so both ranges must be free.
-S3_PORT = 41736
+# above its HTTP port (31733 ...), so both ranges must be free. Both lie below Linux's
+# ephemeral range (32768-60999): an outgoing connection's local port never takes one.
+S3_PORT = 21736
 _PORTS = {
-    "master.port": 41733,
-    "volume.port": 41734,
-    "filer.port": 41735,
+    "master.port": 21733,
+    "volume.port": 21734,
+    "filer.port": 21735,
     "s3.port": S3_PORT,
-    "admin.port": 41737,
+    "admin.port": 21737,
 }
 # weed mini is ready in 1-2 s on an idle machine; this only guards against a hang.
 _READY_TIMEOUT_S = 30.0

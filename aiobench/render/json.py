@@ -9,8 +9,11 @@ from typing import Any
 from aiobench.iterations import SUMMARY_METRICS, IterationSummary, Spread, summarize
 from aiobench.results import (
     SCHEMA_VERSION,
+    HostTotals,
     IntervalStats,
+    MemberT,
     PhaseResult,
+    RankTotals,
     RunResult,
     TargetTotals,
     Totals,
@@ -96,11 +99,12 @@ class _Keys:
 _TARGET_KEYS = _Keys("targets", "index", "path")
 _RANK_KEYS = _Keys("ranks", "rank", "host")
 _HOST_KEYS = _Keys("hosts", "index", "host")
+_Member = TargetTotals | RankTotals | HostTotals
 
 
-def _member(t: TargetTotals, keys: _Keys) -> dict[str, Any]:
+def _member(t: _Member, keys: _Keys) -> dict[str, Any]:
     return {
-        keys.index: t.index,
+        keys.index: t.number,
         keys.path: t.path,
         "ops": t.ops,
         "bytes": t.bytes,
@@ -110,15 +114,15 @@ def _member(t: TargetTotals, keys: _Keys) -> dict[str, Any]:
     }
 
 
-def _report_dict(members: tuple[TargetTotals, ...], keys: _Keys) -> dict[str, Any]:
+def _report_dict(members: tuple[MemberT, ...], keys: _Keys) -> dict[str, Any]:
     """Members with min, max, average and aggregate; the summary is null when none worked."""
     report = target_report(members)
     out: dict[str, Any] = {keys.members: [_member(t, keys) for t in members]}
     if report is None:
         return out | dict.fromkeys(("metric", "min", "max", "average", "aggregate"))
 
-    def named(t: TargetTotals) -> dict[str, Any]:
-        return {keys.index: t.index, keys.path: t.path} | t.rates()
+    def named(t: MemberT) -> dict[str, Any]:
+        return {keys.index: t.number, keys.path: t.path} | t.rates()
 
     return out | {
         "metric": report.metric,

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from aiobench.errors import ConfigError
-from aiobench.render.json import latency_dict
 from aiobench.render.plot import _nines_label, _spectrum, render_plot
+from aiobench.results_json import latency_to_json as latency_dict
 from aiobench.stats import LatencyRecorder
 from tests.conftest import RunCli
 

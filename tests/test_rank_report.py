@@ -18,7 +18,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.render.csv import RESULT_HEADER, result_row
-from aiobench.render.json import dumps, phase_dict, result_dict
+from aiobench.render.json import dumps
 from aiobench.render.table import (
     TableOptions,
     host_block,
@@ -37,6 +37,8 @@ from aiobench.results import (
     ThreadTotals,
     Totals,
 )
+from aiobench.results_json import phase_to_json as phase_dict
+from aiobench.results_json import run_to_json as result_dict
 from aiobench.saved import load_run
 from aiobench.schema import load_schema
 from aiobench.stats import LatencyRecorder, LatencySummary

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from aiobench.results import IntervalStats, PhaseResult, TargetTotals, ThreadTotals, Totals
+from aiobench.results import (
+    HostTotals,
+    IntervalStats,
+    PhaseResult,
+    RankTotals,
+    TargetTotals,
+    ThreadTotals,
+    Totals,
+)
 from aiobench.stats import LatencySummary, merge_latency
 
 
@@ -106,16 +114,14 @@ def _merge_threads(phases: Sequence[PhaseResult]) -> tuple[ThreadTotals, ...]:
     return tuple(sorted((t for p in phases for t in p.threads), key=lambda t: t.rank))
 
 
-def _sum_targets(index: int, path: str, group: Sequence[TargetTotals]) -> TargetTotals:
-    """One row adding up ``group``'s counters over the slowest of them."""
-    return TargetTotals(
-        index=index,
-        path=path,
-        ops=sum(t.ops for t in group),
-        bytes=sum(t.bytes for t in group),
-        entries=sum(t.entries for t in group),
-        elapsed_ns=max(t.elapsed_ns for t in group),
-    )
+def _sums(group: Sequence[TargetTotals] | Sequence[RankTotals]) -> dict[str, int]:
+    """``group``'s counters added up, over the slowest of them."""
+    return {
+        "ops": sum(t.ops for t in group),
+        "bytes": sum(t.bytes for t in group),
+        "entries": sum(t.entries for t in group),
+        "elapsed_ns": max(t.elapsed_ns for t in group),
+    }
 
 
 def _merge_targets(phases: Sequence[PhaseResult]) -> tuple[TargetTotals, ...]:
@@ -125,20 +131,21 @@ def _merge_targets(phases: Sequence[PhaseResult]) -> tuple[TargetTotals, ...]:
         for target in phase.targets:
             by_index.setdefault(target.index, []).append(target)
     return tuple(
-        _sum_targets(index, group[0].path, group) for index, group in sorted(by_index.items())
+        TargetTotals(index=index, path=group[0].path, **_sums(group))
+        for index, group in sorted(by_index.items())
     )
 
 
-def _rank_totals(ordered: Sequence[RankPart]) -> tuple[TargetTotals, ...]:
-    """One row per rank (``index`` = rank, ``path`` = host); no elapsed time without work."""
+def _rank_totals(ordered: Sequence[RankPart]) -> tuple[RankTotals, ...]:
+    """One row per rank; no elapsed time without work."""
     rows = []
     for part in ordered:
         done = part.phase.last_done
         worked = bool(done.ops or done.entries)
         rows.append(
-            TargetTotals(
-                index=part.rank,
-                path=part.host,
+            RankTotals(
+                rank=part.rank,
+                host=part.host,
                 ops=done.ops,
                 bytes=done.bytes,
                 entries=done.entries,
@@ -148,13 +155,14 @@ def _rank_totals(ordered: Sequence[RankPart]) -> tuple[TargetTotals, ...]:
     return tuple(rows)
 
 
-def _host_totals(ranks: Sequence[TargetTotals]) -> tuple[TargetTotals, ...]:
+def _host_totals(ranks: Sequence[RankTotals]) -> tuple[HostTotals, ...]:
     """One row per host, numbered in order of the host's lowest rank, over its slowest rank."""
-    by_host: dict[str, list[TargetTotals]] = {}
-    for row in sorted(ranks, key=lambda r: r.index):
-        by_host.setdefault(row.path, []).append(row)
+    by_host: dict[str, list[RankTotals]] = {}
+    for row in sorted(ranks, key=lambda r: r.rank):
+        by_host.setdefault(row.host, []).append(row)
     return tuple(
-        _sum_targets(number, host, group) for number, (host, group) in enumerate(by_host.items())
+        HostTotals(index=number, host=host, **_sums(group))
+        for number, (host, group) in enumerate(by_host.items())
     )
 
 

@@ -29,6 +29,7 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from aiobench.stats import LatencySummary
 from aiobench.units import rate
@@ -145,20 +146,21 @@ class IntervalStats(_Rates):
         return self.end_ns - self.start_ns
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TargetTotals(_Rates):
-    """What one target (PATH) got, over the elapsed time of its slowest thread."""
+class _Member(_Rates):
+    """A member of a report (a target, an MPI rank, a host): its counts over the elapsed
+    time of its slowest thread."""
 
-    index: int
-    path: str
-    ops: int
-    bytes: int
-    entries: int
+    __slots__ = ()
     elapsed_ns: int
 
     @property
     def span_ns(self) -> int:
         return self.elapsed_ns
+
+    @property
+    def number(self) -> int:
+        """The member's number in its report (ties in min and max go to the lowest)."""
+        raise NotImplementedError
 
     @property
     def worked(self) -> bool:
@@ -168,27 +170,91 @@ class TargetTotals(_Rates):
         return {m: getattr(self, m) for m in RATE_METRICS}
 
 
-RATE_METRICS = ("bytes_per_s", "iops", "entries_per_s")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetTotals(_Member):
+    """What one target (PATH) got, over the elapsed time of its slowest thread."""
+
+    index: int  # the target's place among the PATHs
+    path: str
+    ops: int
+    bytes: int
+    entries: int
+    elapsed_ns: int
+
+    @property
+    def number(self) -> int:
+        return self.index
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TargetReport:
-    """beegfs-ctl --storagebench's summary: min and max target, average and aggregate.
+class RankTotals(_Member):
+    """Under MPI: what one rank did, over the elapsed time of its slowest thread."""
+
+    rank: int
+    host: str  # the host the rank ran on
+    ops: int
+    bytes: int
+    entries: int
+    elapsed_ns: int
+
+    @property
+    def number(self) -> int:
+        return self.rank
+
+    # The names ranks had in the per-target shape (index = rank, path = host), before they
+    # had a type of their own; only tests still read them.
+    @property
+    def index(self) -> int:
+        return self.rank
+
+    @property
+    def path(self) -> str:
+        return self.host
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostTotals(_Member):
+    """Under MPI: what the ranks on one host did, over the slowest of their threads."""
+
+    index: int  # hosts are numbered in the order of their lowest rank
+    host: str
+    ops: int
+    bytes: int
+    entries: int
+    elapsed_ns: int
+
+    @property
+    def number(self) -> int:
+        return self.index
+
+    @property
+    def path(self) -> str:  # as for RankTotals.path: the name of the per-target shape
+        return self.host
+
+
+RATE_METRICS = ("bytes_per_s", "iops", "entries_per_s")
+MemberT = TypeVar("MemberT", TargetTotals, RankTotals, HostTotals)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetReport(Generic[MemberT]):
+    """beegfs-ctl --storagebench's summary: min and max member, average and aggregate.
 
     ``metric`` decides min and max: throughput when the phase moved bytes, else entries/s
-    (dir mode without data), else IOPS. Only targets that had work take part; the aggregate
-    is the sum of the per-target rates, as storagebench adds them up.
+    (dir mode without data), else IOPS. Only members that had work take part; the
+    aggregate is the sum of the per-member rates, as storagebench adds them up.
     """
 
     metric: str
-    slowest: TargetTotals
-    fastest: TargetTotals
+    slowest: MemberT
+    fastest: MemberT
     average: dict[str, int]
     aggregate: dict[str, int]
 
 
-def target_report(targets: tuple[TargetTotals, ...]) -> TargetReport | None:
-    worked = [t for t in targets if t.worked]
+def target_report(members: tuple[MemberT, ...]) -> TargetReport[MemberT] | None:
+    """The report over targets, ranks or hosts; None when none had work."""
+    worked = [t for t in members if t.worked]
     if not worked:
         return None
     metric = (
@@ -198,9 +264,9 @@ def target_report(targets: tuple[TargetTotals, ...]) -> TargetReport | None:
         if any(t.entries for t in worked)
         else "iops"
     )
-    # Ties go to the target named first.
-    slowest = min(worked, key=lambda t: (getattr(t, metric), t.index))
-    fastest = max(worked, key=lambda t: (getattr(t, metric), -t.index))
+    # Ties go to the member numbered first.
+    slowest = min(worked, key=lambda t: (getattr(t, metric), t.number))
+    fastest = max(worked, key=lambda t: (getattr(t, metric), -t.number))
     return TargetReport(
         metric=metric,
         slowest=slowest,
@@ -244,11 +310,9 @@ class PhaseResult:
     interrupted: bool = False
     iteration: int = 0  # -i: which repetition of the phase sequence (0-based) this block is
     iterations: int = 1  # -i: how many the run was asked for (decides the summary block)
-    # Under MPI: per rank (``index`` = MPI rank, ``path`` = its host name) and per host
-    # (``index`` = host number in order of its first rank, ``path`` = host name), each
-    # over its slowest thread, in the per-target shape. Empty without MPI.
-    ranks: tuple[TargetTotals, ...] = ()
-    hosts: tuple[TargetTotals, ...] = ()
+    # Under MPI: per rank and per host, each over its slowest thread. Empty without MPI.
+    ranks: tuple[RankTotals, ...] = ()
+    hosts: tuple[HostTotals, ...] = ()
     # The I/O error that ended this phase (BenchIOError.to_dict()), or None.
     error: dict[str, object] | None = None
 
@@ -262,15 +326,15 @@ class PhaseResult:
         return "time_limited" if self.time_limited else "ok"
 
     @property
-    def target_report(self) -> TargetReport | None:
+    def target_report(self) -> TargetReport[TargetTotals] | None:
         return target_report(self.targets)
 
     @property
-    def rank_report(self) -> TargetReport | None:
+    def rank_report(self) -> TargetReport[RankTotals] | None:
         return target_report(self.ranks)
 
     @property
-    def host_report(self) -> TargetReport | None:
+    def host_report(self) -> TargetReport[HostTotals] | None:
         return target_report(self.hosts)
 
 

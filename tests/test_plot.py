@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from aiobench.errors import ConfigError
-from aiobench.render.json import latency_dict
 from aiobench.render.plot import _nines_label, _spectrum, render_plot
+from aiobench.results_json import latency_to_json as latency_dict
 from aiobench.stats import LatencyRecorder
 from tests.conftest import RunCli
 
@@ -98,6 +98,10 @@ def phase_doc(
         "first_done": totals,
         "last_done": totals,
         "latency": {"io": latency_dict(whole.summary())},
+        "peak_inflight_ops": 2,
+        "time_limited": False,
+        "interrupted": False,
+        "threads": [],
         "intervals": intervals,
     }
 
@@ -232,8 +236,8 @@ def test_iops_stand_in_skipped_gaps_and_no_all_zero_line(
     stat["intervals"][1]["latency"] = {"io": latency_dict(LatencyRecorder().summary())}
     stat["latency"]["io"]["hdr_histogram"] = ""
     idle = phase_doc("RMFILES", rng, n_intervals=2, block_bytes=0)
-    for interval in idle["intervals"]:
-        interval["iops"] = 0
+    for interval in idle["intervals"]:  # no ops, so no IOPS (plot reads the model)
+        interval["ops"] = 0
     render_plot(run_doc(stat, idle), str(tmp_path / "sparse.png"), width_px=800, height_px=600)
 
     (fig,) = figures

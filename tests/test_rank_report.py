@@ -18,7 +18,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.render.csv import RESULT_HEADER, result_row
-from aiobench.render.json import dumps, phase_dict, result_dict
+from aiobench.render.json import dumps
 from aiobench.render.table import (
     TableOptions,
     host_block,
@@ -28,7 +28,17 @@ from aiobench.render.table import (
     render_table,
     target_block,
 )
-from aiobench.results import PhaseResult, RunResult, TargetTotals, ThreadTotals, Totals
+from aiobench.results import (
+    HostTotals,
+    PhaseResult,
+    RankTotals,
+    RunResult,
+    TargetTotals,
+    ThreadTotals,
+    Totals,
+)
+from aiobench.results_json import phase_to_json as phase_dict
+from aiobench.results_json import run_to_json as result_dict
 from aiobench.saved import load_run
 from aiobench.schema import load_schema
 from aiobench.stats import LatencyRecorder, LatencySummary
@@ -91,6 +101,18 @@ def totals(index: int, path: str, ops: int, elapsed_ns: int) -> TargetTotals:
     )
 
 
+def rank_totals(rank: int, host: str, ops: int, elapsed_ns: int) -> RankTotals:
+    return RankTotals(
+        rank=rank, host=host, ops=ops, bytes=ops * BLOCK, entries=0, elapsed_ns=elapsed_ns
+    )
+
+
+def host_totals(index: int, host: str, ops: int, elapsed_ns: int) -> HostTotals:
+    return HostTotals(
+        index=index, host=host, ops=ops, bytes=ops * BLOCK, entries=0, elapsed_ns=elapsed_ns
+    )
+
+
 def host_rows(ranks: list[tuple[int, str, int, int]]) -> list[tuple[int, str, int, int]]:
     """(index, host, ops, elapsed_ns) per host, numbered in order of each host's first rank."""
     names = list(dict.fromkeys(host for _, host, _, _ in ranks))
@@ -130,8 +152,8 @@ def mpi_phase(ranks: list[tuple[int, str, int, int]] | None = RANKS) -> PhaseRes
             for r, _, n, ns in rows
         ),
         targets=(totals(0, "f1", ops // 2, elapsed), totals(1, "f2", ops - ops // 2, elapsed)),
-        ranks=tuple(totals(*r) for r in ranks) if ranks is not None else (),
-        hosts=tuple(totals(*h) for h in host_rows(ranks)) if ranks is not None else (),
+        ranks=tuple(rank_totals(*r) for r in ranks) if ranks is not None else (),
+        hosts=tuple(host_totals(*h) for h in host_rows(ranks)) if ranks is not None else (),
     )
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from aiobench.check.model import CheckResult, Finding, Row
 from aiobench.check.plan import table_order
-from aiobench.render.json import result_dict
 from aiobench.results import SCHEMA_VERSION
+from aiobench.results_json import run_to_json
 from aiobench.text import printable
 from aiobench.units import MIB, NS_PER_S, format_latency
 
@@ -142,7 +142,7 @@ def check_dict(result: CheckResult) -> dict[str, Any]:
         "meta": result.meta,
         "tests": [_row_dict(r) for r in _ordered(result.rows)],
         "findings": [_finding_dict(f) for f in result.findings],
-        "runs": [result_dict(run) for run in result.runs],
+        "runs": [run_to_json(run) for run in result.runs],
         "interrupted": result.interrupted,
         "error": result.error,
     }

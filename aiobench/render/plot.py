@@ -1,9 +1,10 @@
-"""The ``--plot`` PNG: throughput, interval latency and latency percentiles from the JSON document.
+"""The ``plot`` PNG: throughput, interval latency and latency percentiles of a saved run.
 
-Consumes the parsed ``--json`` document (not the live result model), so a saved result can be
-plotted later. matplotlib is an optional dependency: it is imported only when a plot is drawn,
-always with the Agg canvas and never through pyplot's global state. Text from the document
-(label, command, host) is drawn as text: control characters escaped, no ``$...$`` math.
+Draws a run as :func:`aiobench.saved.load_run` reads it back from its ``--json`` document
+(the result model), so any saved result can be plotted later. matplotlib is an optional
+dependency: it is imported only when a plot is drawn, always with the Agg canvas and never
+through pyplot's global state. Text from the document (label, command, host) is drawn as
+text: control characters escaped, no ``$...$`` math.
 """
 
 from __future__ import annotations
@@ -11,24 +12,28 @@ from __future__ import annotations
 import datetime
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from aiobench.errors import BenchIOError, ConfigError
+from aiobench.kinds import MKDIRS, PHASE_NAMES, RMDIRS
+from aiobench.results import IntervalStats, PhaseResult, RunResult
+from aiobench.results_json import run_from_json
+from aiobench.stats import LatencySummary
 from aiobench.text import printable
+from aiobench.units import MIB
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-MIB = 1 << 20
 # figsize is given in inches; at 100 dpi the PNG is exactly width_px x height_px.
 DPI = 100
 # The percentile axis reaches at least 99.999 % (x = 10^5), the usual HDR spectrum chart.
 MIN_NINES = 5
 # Phases whose entries are directories; the other dir-mode phases count files.
-DIR_PHASES = ("MKDIRS", "RMDIRS")
+DIR_PHASES = (PHASE_NAMES[MKDIRS], PHASE_NAMES[RMDIRS])
 # Long command lines would push the title past the figure edge.
 TITLE_MAX_CHARS = 110
 # aiobench is not on a package index: the extra is installed from the source checkout.
@@ -38,18 +43,22 @@ MISSING_MATPLOTLIB = (
 )
 
 
-def latency_kind(phase: dict[str, Any]) -> str:
-    """``io`` when the phase has IO latency, else ``entries`` (dir mode: a create, stat or
-    unlink without data has only the latency per entry)."""
-    latency = phase.get("latency") or {}
-    io, entries = latency.get("io") or {}, latency.get("entries") or {}
-    return "entries" if not io.get("count") and entries.get("count") else "io"
+def per_entry(phase: PhaseResult) -> bool:
+    """Whether the phase's latency to plot is the one per entry, not the IO latency (dir
+    mode: a create, stat or unlink without data has only the latency per entry)."""
+    entries = phase.entry_latency
+    return not phase.io_latency.count and entries is not None and entries.count > 0
 
 
-def _latency_label(phase: dict[str, Any], name: str) -> str:
-    if latency_kind(phase) == "io":
+def _latency(phase: PhaseResult, of: PhaseResult | IntervalStats) -> LatencySummary | None:
+    """The latency of the phase or of one of its intervals that the plot shows."""
+    return of.entry_latency if per_entry(phase) else of.io_latency
+
+
+def _latency_label(phase: PhaseResult, name: str) -> str:
+    if not per_entry(phase):
         return name
-    return f"{name} ({'dirs' if phase.get('phase') in DIR_PHASES else 'files'})"
+    return f"{name} ({'dirs' if phase.name in DIR_PHASES else 'files'})"
 
 
 class _Series(NamedTuple):
@@ -60,14 +69,21 @@ class _Series(NamedTuple):
 
 
 def render_plot(
-    doc: dict[str, Any], out_path: str, *, width_px: int = 1200, height_px: int = 800
+    run: RunResult | Mapping[str, Any],
+    out_path: str,
+    *,
+    width_px: int = 1200,
+    height_px: int = 800,
 ) -> None:
-    """Write a PNG of exactly ``width_px`` x ``height_px`` pixels plotting ``doc`` to ``out_path``.
+    """Write a PNG of exactly ``width_px`` x ``height_px`` pixels plotting ``run`` to ``out_path``.
 
-    Three stacked panels: throughput per interval, p50/p99 latency per interval, and each
-    phase's whole latency percentile spectrum. A document without phases or intervals gives a
-    PNG that says "no data".
+    ``run`` is a run read back, or its checked ``--json`` document (read into the model
+    here). Three stacked panels: throughput per interval, p50/p99 latency per interval, and
+    each phase's whole latency percentile spectrum. A run without phases or intervals gives
+    a PNG that says "no data".
     """
+    if not isinstance(run, RunResult):
+        run = run_from_json(run)
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -76,9 +92,9 @@ def render_plot(
 
     fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    fig.suptitle(_title(doc.get("meta") or {}), fontsize="medium", wrap=True)
-    phases: list[dict[str, Any]] = list(doc.get("phases") or [])
-    if not any(p.get("intervals") for p in phases):
+    fig.suptitle(_title(run.meta), fontsize="medium", wrap=True)
+    phases = run.phases
+    if not any(p.intervals for p in phases):
         fig.text(0.5, 0.5, "no data", ha="center", va="center", fontsize="xx-large")
     else:
         names = _phase_names(phases)
@@ -97,7 +113,7 @@ def render_plot(
         raise BenchIOError.from_os(out_path, None, exc) from None
 
 
-def _title(meta: dict[str, Any]) -> str:
+def _title(meta: Mapping[str, Any]) -> str:
     what = str(meta.get("label") or " ".join(str(a) for a in meta.get("command") or []))
     if len(what) > TITLE_MAX_CHARS:
         what = what[: TITLE_MAX_CHARS - 1] + "…"
@@ -110,7 +126,7 @@ def _title(meta: dict[str, Any]) -> str:
     return printable(title).replace("$", r"\$")
 
 
-def _when(meta: dict[str, Any]) -> str:
+def _when(meta: Mapping[str, Any]) -> str:
     raw = str(meta.get("start_time") or "")
     try:
         stamp = datetime.datetime.fromisoformat(raw)
@@ -120,47 +136,47 @@ def _when(meta: dict[str, Any]) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
 
 
-def _phase_names(phases: Sequence[dict[str, Any]]) -> list[str]:
+def _phase_names(phases: Sequence[PhaseResult]) -> list[str]:
     """Legend names: the phase name, with ``#2``, ``#3`` on repeats so lines stay apart."""
     seen: dict[str, int] = {}
     names = []
     for phase in phases:
-        name = str(phase.get("phase", "?"))
+        name = phase.name
         seen[name] = seen.get(name, 0) + 1
         names.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
     return names
 
 
-def _seconds(interval: dict[str, Any]) -> float:
-    return float(interval.get("end_ns", 0)) / 1e9
+def _seconds(interval: IntervalStats) -> float:
+    return float(interval.end_ns) / 1e9
 
 
-def _rate_series(phase: dict[str, Any], name: str) -> _Series | None:
+def _rate_series(phase: PhaseResult, name: str) -> _Series | None:
     """The rate that means something for a phase that moved no bytes, or None."""
-    intervals = phase.get("intervals") or []
+    intervals = phase.intervals
     x = [_seconds(iv) for iv in intervals]
-    entries = [float(iv.get("entries_per_s", 0)) for iv in intervals]
+    entries = [float(iv.entries_per_s) for iv in intervals]
     if any(entries):
-        unit = "dirs/s" if phase.get("phase") in DIR_PHASES else "files/s"
+        unit = "dirs/s" if phase.name in DIR_PHASES else "files/s"
         return _Series(f"{name} {unit}", unit, x, entries)
-    iops = [float(iv.get("iops", 0)) for iv in intervals]
+    iops = [float(iv.iops) for iv in intervals]
     if any(iops):
         return _Series(f"{name} IOPS", "IOPS", x, iops)
     return None
 
 
 def _throughput_panel(
-    ax: Axes, phases: Sequence[dict[str, Any]], names: Sequence[str], colors: Sequence[str]
+    ax: Axes, phases: Sequence[PhaseResult], names: Sequence[str], colors: Sequence[str]
 ) -> None:
     ax.set_title("Throughput per interval", fontsize="medium")
     ax.set_xlabel("time since phase start (s)")
     byte_series: list[tuple[_Series, str]] = []
     rate_series: list[tuple[_Series, str]] = []
     for phase, name, color in zip(phases, names, colors, strict=True):
-        intervals = phase.get("intervals") or []
-        if any(iv.get("bytes", 0) for iv in intervals):
+        intervals = phase.intervals
+        if any(iv.bytes for iv in intervals):
             x = [_seconds(iv) for iv in intervals]
-            y = [float(iv.get("bytes_per_s", 0)) / MIB for iv in intervals]
+            y = [float(iv.bytes_per_s) / MIB for iv in intervals]
             byte_series.append((_Series(name, "MiB/s", x, y), color))
         else:
             rate = _rate_series(phase, name)
@@ -202,7 +218,7 @@ def _throughput_panel(
 
 
 def _interval_latency_panel(
-    ax: Axes, phases: Sequence[dict[str, Any]], names: Sequence[str], colors: Sequence[str]
+    ax: Axes, phases: Sequence[PhaseResult], names: Sequence[str], colors: Sequence[str]
 ) -> None:
     ax.set_title(
         "Latency per interval: IO, else per entry (p50 solid, p99 dashed)", fontsize="medium"
@@ -211,14 +227,14 @@ def _interval_latency_panel(
     # One legend entry per phase (its p50 line); the title tells the two styles apart.
     legend: dict[str, Any] = {}
     for phase, name, color in zip(phases, names, colors, strict=True):
-        kind, name = latency_kind(phase), _latency_label(phase, name)
-        for point, style in (("50", "-"), ("99", "--")):
+        name = _latency_label(phase, name)
+        for point, style in ((50.0, "-"), (99.0, "--")):
             x: list[float] = []
             y: list[float] = []
-            for iv in phase.get("intervals") or []:
-                lat = (iv.get("latency") or {}).get(kind) or {}
-                value = (lat.get("percentiles_ns") or {}).get(point, 0)
-                if lat.get("count", 0) and value > 0:
+            for iv in phase.intervals:
+                lat = _latency(phase, iv)
+                value = lat.percentiles_ns.get(point, 0) if lat is not None else 0
+                if lat is not None and lat.count and value > 0:
                     x.append(_seconds(iv))
                     y.append(value / 1e3)
             if x:
@@ -229,7 +245,7 @@ def _interval_latency_panel(
                     linestyle=style,
                     marker="o",
                     markersize=3,
-                    label=f"{name} p{point}",
+                    label=f"{name} p{point:g}",
                 )
                 legend.setdefault(name, line)
     if not legend:
@@ -250,7 +266,7 @@ def _interval_latency_panel(
 
 
 def _spectrum_panel(
-    ax: Axes, phases: Sequence[dict[str, Any]], names: Sequence[str], colors: Sequence[str]
+    ax: Axes, phases: Sequence[PhaseResult], names: Sequence[str], colors: Sequence[str]
 ) -> None:
     from matplotlib.ticker import NullLocator
 
@@ -258,8 +274,8 @@ def _spectrum_panel(
     ax.set_xlabel("percentile")
     widest = 1.0
     for phase, name, color in zip(phases, names, colors, strict=True):
-        lat = (phase.get("latency") or {}).get(latency_kind(phase)) or {}
-        encoded = lat.get("hdr_histogram") or ""
+        lat = _latency(phase, phase)
+        encoded = lat.hdr if lat is not None else ""
         if not encoded:
             continue
         name = _latency_label(phase, name)

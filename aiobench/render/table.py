@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Generic
 
 from aiobench.config import MAX_NINES
 from aiobench.iterations import IterationSummary, summarize
-from aiobench.results import PhaseResult, TargetTotals, target_report
+from aiobench.results import (
+    HostTotals,
+    MemberT,
+    PhaseResult,
+    RankTotals,
+    TargetTotals,
+    target_report,
+)
 from aiobench.stats import LatencySummary
 from aiobench.text import printable
 from aiobench.units import MIB, NS_PER_MS, NS_PER_US, format_elapsed, format_latency, format_us
@@ -223,27 +231,36 @@ def _target_row(name: str, rates: dict[str, int], columns: list[tuple[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
-class _Breakdown:
+class _Breakdown(Generic[MemberT]):
     """How a report block is titled and how it names its members."""
 
     title: str  # after the phase name: ``per target``
     column: str  # the last column's heading
-    name: Callable[[TargetTotals], str]  # how Min and Max name the member
+    name: Callable[[MemberT], str]  # how Min and Max name the member
+    where: Callable[[MemberT], str]  # what a member's own row names in the last column
 
 
-_PER_TARGET = _Breakdown("per target", "Target", lambda t: f"#{t.index} {printable(t.path)}")
-_PER_RANK = _Breakdown("per rank", "Rank", lambda t: f"rank {t.index} {printable(t.path)}")
-_PER_HOST = _Breakdown("per host", "Host", lambda t: printable(t.path))
+_PER_TARGET: _Breakdown[TargetTotals] = _Breakdown(
+    "per target", "Target", lambda t: f"#{t.index} {printable(t.path)}", lambda t: t.path
+)
+_PER_RANK: _Breakdown[RankTotals] = _Breakdown(
+    "per rank", "Rank", lambda t: f"rank {t.rank} {printable(t.host)}", lambda t: t.host
+)
+_PER_HOST: _Breakdown[HostTotals] = _Breakdown(
+    "per host", "Host", lambda t: printable(t.host), lambda t: t.host
+)
 
 
-def _report_block(phase: PhaseResult, kind: _Breakdown, members: tuple[TargetTotals, ...]) -> str:
+def _report_block(
+    phase: PhaseResult, kind: _Breakdown[MemberT], members: tuple[MemberT, ...]
+) -> str:
     """Min, max, average, aggregate and one row per member; '' when no member had work."""
     report = target_report(members)
     if report is None:
         return ""
     columns = _target_columns(phase)
 
-    def elapsed(t: TargetTotals) -> str:
+    def elapsed(t: MemberT) -> str:
         return f"  {format_elapsed(t.elapsed_ns):>9}  "
 
     titles = "".join(f" {title:>10}" for title, _ in columns)
@@ -255,7 +272,9 @@ def _report_block(phase: PhaseResult, kind: _Breakdown, members: tuple[TargetTot
     out += _target_row("Average", report.average, columns, "")
     out += _target_row("Aggregate", report.aggregate, columns, "")
     for t in members:
-        out += _target_row(f"#{t.index}", t.rates(), columns, elapsed(t) + printable(t.path))
+        out += _target_row(
+            f"#{t.number}", t.rates(), columns, elapsed(t) + printable(kind.where(t))
+        )
     return out + SEPARATOR
 
 

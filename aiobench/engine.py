@@ -89,6 +89,9 @@ class RawBatch:
     error: BenchIOError | None = None
     # Under a rate limit: when each completed operation was scheduled to start.
     intended: Int64Array = field(default_factory=_none)
+    # Object storage: each GET's time to first byte (from sending it to its first body
+    # byte), in ns.
+    first_bytes: Int64Array = field(default_factory=_none)
 
 
 class _Lists:

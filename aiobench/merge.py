@@ -59,6 +59,7 @@ def merge_phase(parts: Sequence[RankPart]) -> PhaseResult:
         rwmix_pct=lead.rwmix_pct,
         read_latency=merge_latency([p.read_latency for p in phases]),
         write_latency=merge_latency([p.write_latency for p in phases]),
+        ttfb_latency=merge_latency([p.ttfb_latency for p in phases]),
         peak_inflight_ops=sum(p.peak_inflight_ops for p in phases),
         startup_ns=max(p.startup_ns for p in phases),  # the job starts once all are ready
         threads=_merge_threads(phases),

@@ -300,6 +300,8 @@ class PhaseResult:
     rwmix_pct: int | None = None
     read_latency: LatencySummary | None = None
     write_latency: LatencySummary | None = None
+    # Object storage: each GET's time to first byte, from sending it to its first body byte.
+    ttfb_latency: LatencySummary | None = None
     peak_inflight_ops: int
     # The untimed setup before the common start (buffers, first runs handed over).
     startup_ns: int = 0

@@ -319,6 +319,7 @@ PHASE: Table[PhaseResult] = (
             ("sched", "sched_latency"),
             ("read", "read_latency"),
             ("write", "write_latency"),
+            ("ttfb", "ttfb_latency"),
         )
     ),
     value("peak_inflight_ops"),

@@ -117,7 +117,7 @@ def summarise(
     first = shared.first_done_ns or start
     cpus = ctx.cpus
     latency, entry_latency, sched = LatencyRecorder(), LatencyRecorder(), LatencyRecorder()
-    reads = LatencyRecorder()
+    reads, ttfb = LatencyRecorder(), LatencyRecorder()
     first_totals = [0, 0, 0, 0, 0]
     threads = []
     for local, rank_slots in enumerate(slots):
@@ -126,6 +126,7 @@ def summarise(
             entry_latency.merge(slot.entry_recorder)
             sched.merge(slot.sched_recorder)
             reads.merge(slot.read_recorder)
+            ttfb.merge(slot.ttfb_recorder)
             for i, value in enumerate(slot.snapshot_at(first)):
                 first_totals[i] += value
         threads.append(
@@ -177,6 +178,7 @@ def summarise(
         rwmix_pct=pct,
         read_latency=read_latency,
         write_latency=write_latency,
+        ttfb_latency=ttfb.summary() if ttfb.count else None,
         entry_latency=entry_latency.summary() if isinstance(ctx.layout, DirLayout) else None,
         sched_latency=sched.summary() if shared.options.rate_bytes_per_s else None,
         peak_inflight_ops=shared.peak_inflight,

@@ -129,6 +129,7 @@ class Slot:
     entry_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
     # Under a rate limit: from each operation's scheduled start to its end.
     sched_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
+    ttfb_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
     read_recorder: LatencyRecorder = field(default_factory=LatencyRecorder)
     ops: int = 0
     bytes: int = 0
@@ -231,6 +232,8 @@ def _fold(slot: Slot, run: Run, raw: RawBatch) -> tuple[Done, BenchIOError | Non
         io_latency = io_ends - raw.io_starts
         slot.entry_recorder.add(unit_latency)
         slot.recorder.add(io_latency)
+        if raw.first_bytes.size:
+            slot.ttfb_recorder.add(raw.first_bytes)
     elif isinstance(run, OpRun) and run.mix is not None:
         reads = run.mix.is_read(run.first_seq, int(unit_latency.size))
         slot.read_recorder.add(unit_latency[reads])

@@ -120,6 +120,7 @@ def phase() -> PhaseResult:
         rwmix_pct=30,
         read_latency=lat(20),
         write_latency=lat(40),
+        ttfb_latency=lat(63),
         peak_inflight_ops=4,
         startup_ns=1234,
         threads=(

@@ -106,7 +106,8 @@ def test_every_phase_with_two_threads(
     # STAT and READ on them, then everything removed by -F -D.
     out = tmp_path / "rest.json"
     proc = run_cli(
-        "--stat", "-r", "-F", "-D", *layout, *s3_args(s3_server), "--json", str(out), *paths
+        "--stat", "-r", "-F", "-D", "--lat", *layout, *s3_args(s3_server), "--json", str(out),
+        *paths,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
@@ -116,6 +117,12 @@ def test_every_phase_with_two_threads(
     assert got["STAT"]["last_done"]["entries"] == 12
     read = got["READ"]["last_done"]
     assert (read["entries"], read["ops"], read["bytes"]) == (12, 12, 12 * 4096)
+    # Each GET's time to first byte, within its whole request; only READ has it.
+    ttfb, io = got["READ"]["latency"]["ttfb"], got["READ"]["latency"]["io"]
+    assert ttfb["count"] == io["count"] == 12
+    assert 0 < ttfb["min_ns"] <= io["min_ns"] and ttfb["max_ns"] <= io["max_ns"]
+    assert "ttfb" not in got["STAT"]["latency"]
+    assert "\n            TTFB latency     : [ min=" in proc.stdout
     assert got["RMOBJECTS"]["last_done"]["entries"] == 12
     assert got["RMBUCKETS"]["last_done"]["entries"] == 2
     assert listing(s3_server, a) is None and listing(s3_server, b) is None

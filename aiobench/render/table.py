@@ -202,6 +202,8 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
     if phase.entry_latency is not None:
         out += latency_rows(entries, phase.entry_latency, options)
     out += latency_rows("IO", phase.io_latency, options)
+    if phase.ttfb_latency is not None:  # object storage's GETs: to the first body byte
+        out += latency_rows("TTFB", phase.ttfb_latency, options)
     if phase.sched_latency is not None:
         # Under a rate limit: from each operation's scheduled start (coordinated omission).
         out += latency_rows("Sched", phase.sched_latency, options)

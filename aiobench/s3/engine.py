@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from aiobench.dirmode import EntryRun
 from aiobench.engine import IoOptions, Job, RawBatch, _Lists
 from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
@@ -188,6 +190,7 @@ class S3Engine:
         index = run.path_index
         stopped = job.stop.is_set if job.stop is not None else (lambda: False)
         clock = perf_counter_ns
+        first_bytes: list[int] = []
         try:
             for k in range(len(run)):
                 bucket = targets.buckets[index if isinstance(index, int) else index[k]]
@@ -199,19 +202,29 @@ class S3Engine:
                         await client.delete_bucket(bucket.bucket)
                 else:
                     key = bucket.key(run.name(k), targets.objprefix)
-                    await self._object(job, client, bucket.bucket, key, run, record)
+                    await self._object(job, client, bucket.bucket, key, run, record, first_bytes)
                 record.ends.append(end := clock())
                 if end > job.until_ns or stopped():
                     break
         except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
             record.error = exc
-        return record.batch()
+        batch = record.batch()
+        if first_bytes:
+            batch.first_bytes = np.array(first_bytes[: batch.io_ends.size], dtype=np.int64)
+        return batch
 
     @staticmethod
     async def _object(
-        job: Job, client: S3Client, bucket: str, key: str, run: EntryRun, record: _Lists
+        job: Job,
+        client: S3Client,
+        bucket: str,
+        key: str,
+        run: EntryRun,
+        record: _Lists,
+        first_bytes: list[int],
     ) -> None:
-        """One object's requests in a phase of ``job.kind``."""
+        """One object's requests in a phase of ``job.kind`` (each GET's time to first byte
+        into ``first_bytes``)."""
         kind, clock = job.kind, perf_counter_ns
         if kind == STAT:
             await client.head_object(bucket, key)
@@ -230,8 +243,9 @@ class S3Engine:
             for offset in range(0, run.size, run.block):
                 length = min(run.block, run.size - offset)
                 record.io_starts.append(clock())
-                got, _ = await client.get_range(bucket, key, offset, view[:length])
+                got, ttfb = await client.get_range(bucket, key, offset, view[:length])
                 record.io_ends.append(clock())
+                first_bytes.append(ttfb)
                 if got != length:
                     record.io_ends.pop()
                     raise S3Error(

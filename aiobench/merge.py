@@ -20,6 +20,7 @@ from aiobench.results import (
     TargetTotals,
     ThreadTotals,
     Totals,
+    endpoint_totals,
 )
 from aiobench.stats import LatencySummary, merge_latency
 
@@ -48,6 +49,7 @@ def merge_phase(parts: Sequence[RankPart]) -> PhaseResult:
     hosts = [p.host for p in ordered]
     phases = [p.phase for p in ordered]
     ranks = _rank_totals(ordered)
+    threads = _merge_threads(phases)
     return PhaseResult(
         name=lead.name,
         start_time=lead.start_time,
@@ -62,7 +64,7 @@ def merge_phase(parts: Sequence[RankPart]) -> PhaseResult:
         ttfb_latency=merge_latency([p.ttfb_latency for p in phases]),
         peak_inflight_ops=sum(p.peak_inflight_ops for p in phases),
         startup_ns=max(p.startup_ns for p in phases),  # the job starts once all are ready
-        threads=_merge_threads(phases),
+        threads=threads,
         targets=_merge_targets(phases),
         intervals=_merge_intervals(ordered),
         time_limited=any(p.time_limited for p in phases),
@@ -71,6 +73,7 @@ def merge_phase(parts: Sequence[RankPart]) -> PhaseResult:
         iterations=lead.iterations,
         ranks=ranks,
         hosts=_host_totals(ranks),
+        endpoints=endpoint_totals(threads, [e.endpoint for e in lead.endpoints]),
     )
 
 

@@ -28,6 +28,7 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -232,8 +233,47 @@ class HostTotals(_Member):
         return self.host
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndpointTotals(_Member):
+    """Object storage with several endpoints: what the threads using one did (thread rank
+    r uses endpoint r % endpoints), over the slowest of them."""
+
+    index: int  # the endpoint's place in --s3endpoints
+    endpoint: str
+    ops: int
+    bytes: int
+    entries: int
+    elapsed_ns: int
+
+    @property
+    def number(self) -> int:
+        return self.index
+
+
+def endpoint_totals(
+    threads: Sequence[ThreadTotals], endpoints: Sequence[str]
+) -> tuple[EndpointTotals, ...]:
+    """Per endpoint, the threads that used it (round-robin by thread rank); () with one."""
+    if len(endpoints) < 2:
+        return ()
+    out = []
+    for index, endpoint in enumerate(endpoints):
+        mine = [t for t in threads if t.rank % len(endpoints) == index]
+        out.append(
+            EndpointTotals(
+                index=index,
+                endpoint=endpoint,
+                ops=sum(t.ops for t in mine),
+                bytes=sum(t.bytes for t in mine),
+                entries=sum(t.entries for t in mine),
+                elapsed_ns=max((t.elapsed_ns for t in mine if t.ops or t.entries), default=0),
+            )
+        )
+    return tuple(out)
+
+
 RATE_METRICS = ("bytes_per_s", "iops", "entries_per_s")
-MemberT = TypeVar("MemberT", TargetTotals, RankTotals, HostTotals)
+MemberT = TypeVar("MemberT", TargetTotals, RankTotals, HostTotals, EndpointTotals)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,6 +355,8 @@ class PhaseResult:
     # Under MPI: per rank and per host, each over its slowest thread. Empty without MPI.
     ranks: tuple[RankTotals, ...] = ()
     hosts: tuple[HostTotals, ...] = ()
+    # Object storage with several endpoints: the per-target report over them.
+    endpoints: tuple[EndpointTotals, ...] = ()
     # The I/O error that ended this phase (BenchIOError.to_dict()), or None.
     error: dict[str, object] | None = None
 
@@ -338,6 +380,10 @@ class PhaseResult:
     @property
     def host_report(self) -> TargetReport[HostTotals] | None:
         return target_report(self.hosts)
+
+    @property
+    def endpoint_report(self) -> TargetReport[EndpointTotals] | None:
+        return target_report(self.endpoints)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -21,6 +21,7 @@ from aiobench.iterations import SUMMARY_METRICS, IterationSummary, Spread, summa
 from aiobench.results import (
     RATE_METRICS,
     SCHEMA_VERSION,
+    EndpointTotals,
     HostTotals,
     IntervalStats,
     MemberT,
@@ -251,6 +252,7 @@ _MEMBER_COUNTS: Table[Any] = (
 TARGET: Table[TargetTotals] = (value("index"), value("path"), *_MEMBER_COUNTS)
 RANK: Table[RankTotals] = (value("rank"), value("host"), *_MEMBER_COUNTS)
 HOST: Table[HostTotals] = (value("index"), value("host"), *_MEMBER_COUNTS)
+ENDPOINT: Table[EndpointTotals] = (value("index"), value("endpoint"), *_MEMBER_COUNTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +290,7 @@ class Report(Generic[MemberT]):
 PER_TARGET = Report("targets", TARGET, TargetTotals)
 PER_RANK = Report("ranks", RANK, RankTotals)
 PER_HOST = Report("hosts", HOST, HostTotals)
+PER_ENDPOINT = Report("endpoints", ENDPOINT, EndpointTotals)
 
 
 # -- phases ----------------------------------------------------------------------------
@@ -363,6 +366,14 @@ PHASE: Table[PhaseResult] = (
         read=PER_HOST.from_json,
         missing=None,
         when=_under_mpi,
+    ),
+    value(
+        "per_endpoint",
+        "endpoints",
+        write=lambda p: PER_ENDPOINT.to_json(p.endpoints),
+        read=PER_ENDPOINT.from_json,
+        missing=None,
+        when=lambda p: bool(p.endpoints),
     ),
 )
 

@@ -13,7 +13,14 @@ from aiobench.dirmode import DirLayout
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.kinds import phase_name
 from aiobench.plan import rwmix_pct
-from aiobench.results import PhaseResult, Progress, TargetTotals, ThreadTotals, Totals
+from aiobench.results import (
+    PhaseResult,
+    Progress,
+    TargetTotals,
+    ThreadTotals,
+    Totals,
+    endpoint_totals,
+)
 from aiobench.stats import LatencyRecorder
 from aiobench.units import rate
 from aiobench.worker import PhaseShared, Slot, Stream
@@ -184,6 +191,7 @@ def summarise(
         peak_inflight_ops=shared.peak_inflight,
         threads=tuple(threads),
         targets=target_totals(ctx, slots, worked, last_done),
+        endpoints=endpoint_totals(threads, ctx.targets.servers),
         intervals=tuple(shared.series.closed) if shared.series is not None else (),
         time_limited=incomplete and bool(shared.deadline_ns) and not shared.stop.is_set(),
         interrupted=shared.stop.is_set() and shared.error is None,

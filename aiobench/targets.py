@@ -109,6 +109,12 @@ class Targets:
         """Release the handles."""
         raise NotImplementedError
 
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The servers the targets are reached through, if several can be (object
+        storage's endpoints: thread rank r uses number r % len); () otherwise."""
+        return ()
+
     async def release(self) -> None:
         """On the event loop, after the last phase: let go of what lives on it (an
         engine that runs there: its connections)."""

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aiobench.results import (
+    EndpointTotals,
     HostTotals,
     IntervalStats,
     PhaseResult,
@@ -20,11 +21,13 @@ from aiobench.results import (
     Totals,
 )
 from aiobench.results_json import (
+    ENDPOINT,
     HOST,
     INTERVAL,
     LATENCY,
     MIX_PART,
     MIXED_TOTALS,
+    PER_ENDPOINT,
     PER_HOST,
     PER_RANK,
     PER_TARGET,
@@ -107,6 +110,12 @@ def host(index: int) -> HostTotals:
     return HostTotals(index=index, host=f"h{index}", ops=20, bytes=3, entries=0, elapsed_ns=55)
 
 
+def endpoint(index: int) -> EndpointTotals:
+    return EndpointTotals(
+        index=index, endpoint=f"http://s{index}:9000", ops=9, bytes=4, entries=9, elapsed_ns=66
+    )
+
+
 def phase() -> PhaseResult:
     """A phase whose every field differs from its default."""
     return PhaseResult(
@@ -135,6 +144,7 @@ def phase() -> PhaseResult:
         iterations=2,
         ranks=(rank(0), rank(1), rank(2)),
         hosts=(host(0), host(1)),
+        endpoints=(endpoint(0), endpoint(1)),
         error={"path": "/t0", "offset": None, "errno": 5},
     )
 
@@ -199,9 +209,11 @@ TABLES: list[tuple[str, Table[Any]]] = [
     ("target", TARGET),
     ("rank", RANK),
     ("host", HOST),
+    ("endpoint", ENDPOINT),
     ("named_rates", TARGET[:2]),
     ("named_rank_rates", RANK[:2]),
     ("named_host_rates", HOST[:2]),
+    ("named_endpoint_rates", ENDPOINT[:2]),
 ]
 
 
@@ -216,11 +228,23 @@ def test_each_table_has_the_keys_of_its_schema_definition(
     assert sorted(names) == sorted(properties)
 
 
-@pytest.mark.parametrize("report", [PER_TARGET, PER_RANK, PER_HOST], ids=lambda r: r.members)
+@pytest.mark.parametrize(
+    "report", [PER_TARGET, PER_RANK, PER_HOST, PER_ENDPOINT], ids=lambda r: r.members
+)
 def test_each_report_has_the_keys_of_its_schema_definition(report: Any) -> None:
-    definition = {"targets": "per_target", "ranks": "per_rank", "hosts": "per_host"}
+    definition = {
+        "targets": "per_target",
+        "ranks": "per_rank",
+        "hosts": "per_host",
+        "endpoints": "per_endpoint",
+    }
     properties = load_schema()["$defs"][definition[report.members]]["properties"]
-    members = {"targets": phase().targets, "ranks": phase().ranks, "hosts": phase().hosts}
+    members = {
+        "targets": phase().targets,
+        "ranks": phase().ranks,
+        "hosts": phase().hosts,
+        "endpoints": phase().endpoints,
+    }
     assert sorted(report.to_json(members[report.members])) == sorted(properties)
 
 
@@ -234,11 +258,23 @@ def test_each_report_has_the_keys_of_its_schema_definition(report: Any) -> None:
         (TARGET, target(1), set()),
         (RANK, rank(1), set()),
         (HOST, host(1), set()),
+        (ENDPOINT, endpoint(1), set()),
         (LATENCY, lat(1), set()),
         # phases: read by run_from_json with the run's iteration count
         (RUN, run(), {"phases"}),
     ],
-    ids=["phase", "totals", "interval", "thread", "target", "rank", "host", "latency", "run"],
+    ids=[
+        "phase",
+        "totals",
+        "interval",
+        "thread",
+        "target",
+        "rank",
+        "host",
+        "endpoint",
+        "latency",
+        "run",
+    ],
 )
 def test_each_table_reads_every_field_of_its_type(
     table: Table[Any], sample: Any, extra: set[str]

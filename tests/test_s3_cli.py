@@ -288,3 +288,31 @@ def test_dryrun_prints_the_plan_and_sends_nothing(
     assert "WRITE           : 20 objects, 80.0 KiB" in proc.stdout
     assert s3_server.secret_key not in proc.stdout + proc.stderr
     assert listing(s3_server, bucket) is None
+
+
+def test_thread_ranks_use_the_endpoints_round_robin_and_each_is_reported(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+    validator: Draft202012Validator,
+) -> None:
+    # The same server under two names: two endpoints to the client.
+    second = s3_server.endpoint.replace("127.0.0.1", "localhost")
+    args = s3_args(s3_server)
+    args[1] = f"{s3_server.endpoint},{second}"
+    bucket = fresh_bucket()
+    out = tmp_path / "run.json"
+    # Threads 0 and 2 use the first endpoint, 1 the second: 2 x 4 and 1 x 4 objects.
+    proc = run_cli("-d", "-w", "-F", "-D", "-t", "3", "-N", "4", "-s", "4k", *args,
+                   "--json", str(out), f"s3://{bucket}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert errors_of(validator, doc) == []
+    report = phases(doc)["WRITE"]["per_endpoint"]
+    got = [(e["index"], e["endpoint"], e["entries"]) for e in report["endpoints"]]
+    assert got == [(0, s3_server.endpoint, 8), (1, second, 4)]
+    assert report["aggregate"]["entries_per_s"] == sum(
+        e["entries_per_s"] for e in report["endpoints"]
+    )
+    assert "\n WRITE      per endpoint     :" in proc.stdout
+    assert listing(s3_server, bucket) is None

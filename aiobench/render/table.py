@@ -13,6 +13,7 @@ from typing import Generic
 from aiobench.config import MAX_NINES
 from aiobench.iterations import IterationSummary, summarize
 from aiobench.results import (
+    EndpointTotals,
     HostTotals,
     MemberT,
     PhaseResult,
@@ -251,6 +252,12 @@ _PER_RANK: _Breakdown[RankTotals] = _Breakdown(
 _PER_HOST: _Breakdown[HostTotals] = _Breakdown(
     "per host", "Host", lambda t: printable(t.host), lambda t: t.host
 )
+_PER_ENDPOINT: _Breakdown[EndpointTotals] = _Breakdown(
+    "per endpoint",
+    "Endpoint",
+    lambda t: f"#{t.index} {printable(t.endpoint)}",
+    lambda t: t.endpoint,
+)
 
 
 def _report_block(
@@ -322,8 +329,14 @@ def host_block(phase: PhaseResult) -> str:
     return _report_block(phase, _PER_HOST, phase.hosts)
 
 
+def endpoint_block(phase: PhaseResult) -> str:
+    """The same report over the endpoints of object storage: min and max name it."""
+    return _report_block(phase, _PER_ENDPOINT, phase.endpoints)
+
+
 def phase_text(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> str:
-    """A phase's block, then its reports: per target if asked, per rank and host under MPI.
+    """A phase's block, then its reports: per target if asked, per rank and host under MPI,
+    per endpoint with several.
 
     The per-host report is left out when every rank ran on one host.
     """
@@ -332,6 +345,8 @@ def phase_text(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> str
         out += rank_block(phase)
     if len(phase.hosts) >= 2:
         out += host_block(phase)
+    if phase.endpoints:
+        out += endpoint_block(phase)
     return out
 
 

@@ -72,6 +72,10 @@ class S3Targets(Targets):
         self._max_connections = max_connections
         self._clients: dict[Endpoint, S3Client] = {}
 
+    @property
+    def servers(self) -> tuple[str, ...]:
+        return tuple(endpoint.url for endpoint in self.endpoints)
+
     async def client(self, rank: int) -> S3Client:
         """The client of thread rank ``rank``'s endpoint."""
         endpoint = endpoint_of_rank(self.endpoints, rank)

@@ -4,8 +4,10 @@ loopback (SeaweedFS, signatures checked); counts and sizes checked by listing.""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import socket
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -316,3 +318,74 @@ def test_thread_ranks_use_the_endpoints_round_robin_and_each_is_reported(
     )
     assert "\n WRITE      per endpoint     :" in proc.stdout
     assert listing(s3_server, bucket) is None
+
+
+class _Faulty(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint that fails: 503 SlowDown to everything (``mode`` "busy"), or all is
+    well but each GET body breaks off after 100 of its bytes ("reset")."""
+
+    mode = "busy"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # (quiet)
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        if self.mode == "busy":
+            body = b"<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>"
+            self.send_response(503)
+        elif self.command == "GET":
+            first, last = self.headers["Range"].removeprefix("bytes=").split("-")
+            self.send_response(206)
+            self.send_header("Content-Length", str(int(last) - int(first) + 1))
+            self.end_headers()
+            self.wfile.write(b"x" * 100)
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        else:
+            body = b""
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _answer
+
+
+@pytest.mark.parametrize(
+    ("mode", "args", "failed", "said"),
+    [
+        ("busy", ["-d", "-w"], "MKBUCKETS", "HTTP 503 SlowDown (Reduce your rate)"),
+        (
+            "reset",
+            ["-w", "-r"],
+            "READ",
+            "ECONNRESET (the connection broke in the response body after 100",
+        ),
+    ],
+)
+def test_a_failing_server_ends_the_run_with_one_error_and_what_was_measured(
+    run_cli: RunCli, tmp_path: Path, mode: str, args: list[str], failed: str, said: str
+) -> None:
+    handler = type("Handler", (_Faulty,), {"mode": mode})
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        out = tmp_path / "run.json"
+        proc = run_cli(*args, "-t", "2", "-N", "2", "-s", "4k", "--s3endpoints", endpoint,
+                       "--s3key", "KEY", "--s3secret", "SECRET", "--nolive", "--json",
+                       str(out), "s3://faulty")  # fmt: skip
+        server.shutdown()
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1, proc.stderr
+    assert errors[0].startswith("Error: s3://faulty") and endpoint in errors[0], errors
+    assert said in errors[0], errors
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["phases"][-1]["phase"] == failed and doc["phases"][-1]["status"] == "error"
+    assert f"\n{failed:<11} Elapsed time" in proc.stdout or proc.stdout.startswith(failed)

@@ -934,8 +934,6 @@ def _check_objects(cfg: BenchConfig) -> None:
         ("--verifydirect", cfg.verifydirect),
         ("--blockvarpct", cfg.blockvarpct is not None),
         ("--rwmixpct", cfg.rwmixpct is not None),
-        ("--limitread", bool(cfg.limitread_bps)),
-        ("--limitwrite", bool(cfg.limitwrite_bps)),
     )
     for name, given in not_yet:
         if given:

@@ -40,6 +40,7 @@ class EntryRun:
     block: int
     dirs: tuple[tuple[int, str], ...] = ()
     rank: int = 0  # the thread rank whose entries these are
+    first: int = 0  # the number of the first entry in its thread's phase (0, 1, ...)
 
     def __post_init__(self) -> None:
         if self.dirs or not self.leaves:
@@ -93,11 +94,12 @@ class EntryRun:
     def after(self, done: int) -> EntryRun:
         index = self.path_index
         rest = index if isinstance(index, int) else index[done:]
+        first = self.first + done
         if done >= len(self.leaves):
-            return EntryRun(rest, [], self.size, self.block, rank=self.rank)
+            return EntryRun(rest, [], self.size, self.block, rank=self.rank, first=first)
         at = self._stretch_of(done)
         dirs = ((0, self.dirs[at][1]), *((k - done, p) for k, p in self.dirs[at + 1 :]))
-        return EntryRun(rest, self.leaves[done:], self.size, self.block, dirs, self.rank)
+        return EntryRun(rest, self.leaves[done:], self.size, self.block, dirs, self.rank, first)
 
     @property
     def blocks_per_entry(self) -> int:
@@ -210,7 +212,9 @@ class DirLayout:
         leaf_prefix = f"r{rank}-f"
         if self.dirs == 0:
             files = self._names(leaf_prefix, start, stop)
-            return EntryRun(rank % self.num_paths, files, size, self.block_size, ((0, ""),), rank)
+            return EntryRun(
+                rank % self.num_paths, files, size, self.block_size, ((0, ""),), rank, start
+            )
         leaves: list[str] = []
         dirs: list[tuple[int, str]] = []
         indices: list[int] = []
@@ -223,7 +227,7 @@ class DirLayout:
             indices += [self.dir_path_index(rank, i)] * (last - j)
             k += last - j
         index: int | list[int] = indices[0] if len(set(indices)) == 1 else indices
-        return EntryRun(index, leaves, size, self.block_size, tuple(dirs), rank)
+        return EntryRun(index, leaves, size, self.block_size, tuple(dirs), rank, start)
 
     def _names(self, prefix: str, first: int, stop: int) -> list[str]:
         numbers = _decimal_strings(self.files)

@@ -117,6 +117,6 @@ def close_buffers(slots: list[list[Slot]]) -> None:
 
 def rate_limit(cfg: BenchConfig, layout: Layout | DirLayout, kind: str) -> int:
     """Bytes per second per thread this phase may move (0 = no limit)."""
-    if isinstance(layout, DirLayout):
+    if isinstance(layout, DirLayout) and not cfg.object_storage:
         return 0
     return {READ: cfg.limitread_bps, WRITE: cfg.limitwrite_bps}.get(kind, 0)

@@ -234,6 +234,8 @@ def _fold(slot: Slot, run: Run, raw: RawBatch) -> tuple[Done, BenchIOError | Non
         slot.recorder.add(io_latency)
         if raw.first_bytes.size:
             slot.ttfb_recorder.add(raw.first_bytes)
+        if raw.intended.size:  # under a rate limit: from each entry's scheduled start
+            slot.sched_recorder.add(ends - raw.intended)
     elif isinstance(run, OpRun) and run.mix is not None:
         reads = run.mix.is_read(run.first_seq, int(unit_latency.size))
         slot.read_recorder.add(unit_latency[reads])

@@ -179,6 +179,30 @@ def test_verify_checks_every_get_body(
     assert listing(s3_server, bucket) is None
 
 
+def test_rate_limits_pace_each_threads_requests(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    bucket = fresh_bucket()
+    # 2 threads x 40 objects of 4 KiB at 400 KiB/s each: at least 0.4 s per phase.
+    layout = ["-t", "2", "-N", "40", "-s", "4k", "-b", "4k", *s3_args(s3_server)]
+    out = tmp_path / "run.json"
+    proc = run_cli("-d", "-w", "-r", "--limitwrite", "400k", "--limitread", "400k", *layout,
+                   "--json", str(out), f"s3://{bucket}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = phases(json.loads(out.read_text(encoding="utf-8")))
+    for name in ("WRITE", "READ"):
+        done = got[name]["last_done"]
+        assert done["entries"] == 80
+        # Object n of a thread starts n x 10 ms after the start: the last at 390 ms.
+        assert done["elapsed_ns"] >= 390_000_000, (name, done["elapsed_ns"])
+        assert done["bytes_per_s"] <= 2 * 400 * 1024 * 1.05
+        assert got[name]["latency"]["sched"]["count"] == 80
+    assert "sched" not in got["MKBUCKETS"]["latency"]
+    assert run_cli("-F", "-D", *layout, f"s3://{bucket}").returncode == 0
+
+
 def test_wrong_secret_is_one_clean_error_and_never_shown(
     run_cli: RunCli,
     s3_server: S3Server,  # noqa: F811

@@ -14,12 +14,13 @@ round-robin.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter_ns
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -44,6 +45,8 @@ from aiobench.verify import check, pattern
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
+
+T = TypeVar("T")
 
 
 class S3Targets(Targets):
@@ -183,113 +186,148 @@ class S3Engine:
 
     async def run_async(self, job: Job) -> RawBatch:
         released = await job.released_async()
-        record = _Lists()
         if released is None:
-            return record.batch()  # the phase was stopped before it started
-        job = released
-        run = job.ops
+            return _Lists().batch()  # the phase was stopped before it started
+        run = released.ops
         assert isinstance(run, EntryRun)
-        targets = _targets(job)
-        client = await targets.client(run.rank)
-        index = run.path_index
-        stopped = job.stop.is_set if job.stop is not None else (lambda: False)
-        clock = perf_counter_ns
-        first_bytes: list[int] = []
+        targets = _targets(released)
+        requests = _Requests(released, run, await targets.client(run.rank))
+        stopped = released.stop.is_set if released.stop is not None else (lambda: False)
+        record, index = requests.record, run.path_index
         try:
             for k in range(len(run)):
+                due = requests.due(k, 0)
+                if due > released.until_ns:  # --limit...: not before this run's end
+                    await _sleep_until(released.until_ns)
+                    break  # (the rest waits for the slot's next run)
+                await _sleep_until(due)
                 bucket = targets.buckets[index if isinstance(index, int) else index[k]]
-                record.starts.append(clock())
-                if job.kind in (MKDIRS, RMDIRS):
-                    if job.kind == MKDIRS:
-                        await client.create_bucket(bucket.bucket)
-                    else:
-                        await client.delete_bucket(bucket.bucket)
+                record.starts.append(perf_counter_ns())
+                if released.kind in (MKDIRS, RMDIRS):
+                    await requests.bucket(bucket.bucket)
                 else:
-                    key = bucket.key(run.name(k), targets.objprefix)
-                    await self._object(job, client, bucket.bucket, key, run, record, first_bytes)
-                record.ends.append(end := clock())
-                if end > job.until_ns or stopped():
+                    await requests.object(
+                        k, bucket.bucket, bucket.key(run.name(k), targets.objprefix)
+                    )
+                record.ends.append(end := perf_counter_ns())
+                if due:
+                    record.intended.append(due)
+                if end > released.until_ns or stopped():
                     break
         except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
             record.error = exc
-        batch = record.batch()
-        if first_bytes:
-            batch.first_bytes = np.array(first_bytes[: batch.io_ends.size], dtype=np.int64)
+        return requests.batch()
+
+
+async def _sleep_until(instant_ns: int) -> None:
+    wait = instant_ns - perf_counter_ns()
+    if wait > 0:
+        await asyncio.sleep(wait / 1e9)
+
+
+class _Requests:
+    """The requests of one run, and what they recorded: each request that moves data is
+    timed (``io_starts``/``io_ends``), each GET's time to first byte kept. Under a rate
+    limit request j of entry k is due ``((first + k) * per + j) * block / rate`` after the
+    phase start, its thread's requests numbered in order (all its slots share them)."""
+
+    def __init__(self, job: Job, run: EntryRun, client: S3Client) -> None:
+        self.job, self.run, self.client = job, run, client
+        self.record = _Lists()
+        self.first_bytes: list[int] = []
+        rate = job.options.rate_bytes_per_s
+        self._ns_per_request = run.block * 1_000_000_000 / rate if rate else 0.0
+        self._per_entry = max(run.blocks_per_entry, 1)
+
+    def due(self, k: int, j: int) -> int:
+        """When request ``j`` of entry ``k`` may start (0: at once, no rate limit)."""
+        if not self._ns_per_request:
+            return 0
+        seq = (self.run.first + k) * self._per_entry + j
+        return self.job.schedule_start_ns + int(seq * self._ns_per_request)
+
+    def batch(self) -> RawBatch:
+        batch = self.record.batch()
+        if self.first_bytes:
+            done = batch.io_ends.size
+            batch.first_bytes = np.array(self.first_bytes[:done], dtype=np.int64)
         return batch
 
-    @staticmethod
-    async def _object(
-        job: Job,
-        client: S3Client,
-        bucket: str,
-        key: str,
-        run: EntryRun,
-        record: _Lists,
-        first_bytes: list[int],
-    ) -> None:
-        """One object's requests in a phase of ``job.kind`` (each GET's time to first byte
-        into ``first_bytes``)."""
-        kind, clock = job.kind, perf_counter_ns
+    async def bucket(self, bucket: str) -> None:
+        if self.job.kind == MKDIRS:
+            await self.client.create_bucket(bucket)
+        else:
+            await self.client.delete_bucket(bucket)
+
+    async def object(self, k: int, bucket: str, key: str) -> None:
+        """Object ``k`` of the run in a phase of the job's kind."""
+        kind, client, size, block = self.job.kind, self.client, self.run.size, self.run.block
         if kind == STAT:
             await client.head_object(bucket, key)
         elif kind == RMFILES:
             await client.delete_object(bucket, key)
-        elif kind == WRITE and run.size <= run.block:
-            body = _block(job, 0, run.size)
-            record.io_starts.append(clock())
-            await client.put_object(bucket, key, body)
-            record.io_ends.append(clock())
+        elif kind == WRITE and size <= block:
+            body = _block(self.job, 0, size)
+            await self._timed(client.put_object(bucket, key, body))
         elif kind == WRITE:
-            await _multipart(job, client, bucket, key, run, record)
+            await self._multipart(k, bucket, key)
         elif kind == READ:
-            assert job.buf is not None
-            view = job.buf.read_view[0]
-            for offset in range(0, run.size, run.block):
-                length = min(run.block, run.size - offset)
-                record.io_starts.append(clock())
-                got, ttfb = await client.get_range(bucket, key, offset, view[:length])
-                record.io_ends.append(clock())
-                first_bytes.append(ttfb)
-                if got != length:
-                    record.io_ends.pop()
-                    raise S3Error(
-                        endpoint=client.endpoint.url,
-                        bucket=bucket,
-                        key=key,
-                        offset=offset + got,
-                        reason=f"the object ended after {offset + got} bytes, "
-                        f"{run.size} expected (-s)",
-                    )
-                salt = job.options.verify
-                mismatch = None if salt is None else check(view[:length], offset, salt)
-                if mismatch is not None:
-                    record.io_ends.pop()
-                    raise VerifyError(
-                        path=f"s3://{bucket}/{key}",
-                        offset=mismatch.offset,
-                        expected=mismatch.expected,
-                        found=mismatch.found,
-                    )
+            for j, offset in enumerate(range(0, size, block)):
+                if j:
+                    await _sleep_until(self.due(k, j))
+                await self._get(bucket, key, offset, min(block, size - offset))
         else:  # pragma: no cover - a programming error
             raise ValueError(kind)
 
+    async def _timed(self, request: Awaitable[T]) -> T:
+        self.record.io_starts.append(perf_counter_ns())
+        result = await request
+        self.record.io_ends.append(perf_counter_ns())
+        return result
 
-async def _multipart(
-    job: Job, client: S3Client, bucket: str, key: str, run: EntryRun, record: _Lists
-) -> None:
-    """An object larger than ``-b``: uploaded in parts of ``-b`` bytes, one after the other
-    (the last may be shorter); an upload that fails is aborted."""
-    clock = perf_counter_ns
-    upload = await client.create_multipart_upload(bucket, key)
-    etags: list[str] = []
-    try:
-        for number, offset in enumerate(range(0, run.size, run.block), 1):
-            body = _block(job, offset, min(run.block, run.size - offset))
-            record.io_starts.append(clock())
-            etags.append(await client.upload_part(bucket, key, upload, number, body))
-            record.io_ends.append(clock())
-        await client.complete_multipart_upload(bucket, key, upload, etags)
-    except BaseException:
-        with contextlib.suppress(S3Error):  # the first error is the one to report
-            await client.abort_multipart_upload(bucket, key, upload)
-        raise
+    async def _get(self, bucket: str, key: str, offset: int, length: int) -> None:
+        buf = self.job.buf
+        assert buf is not None
+        view = buf.read_view[0][:length]
+        got, ttfb = await self._timed(self.client.get_range(bucket, key, offset, view))
+        if got != length:
+            self.record.io_ends.pop()
+            raise S3Error(
+                endpoint=self.client.endpoint.url,
+                bucket=bucket,
+                key=key,
+                offset=offset + got,
+                reason=f"the object ended after {offset + got} bytes, "
+                f"{self.run.size} expected (-s)",
+            )
+        salt = self.job.options.verify
+        mismatch = None if salt is None else check(view, offset, salt)
+        if mismatch is not None:
+            self.record.io_ends.pop()
+            raise VerifyError(
+                path=f"s3://{bucket}/{key}",
+                offset=mismatch.offset,
+                expected=mismatch.expected,
+                found=mismatch.found,
+            )
+        self.first_bytes.append(ttfb)
+
+    async def _multipart(self, k: int, bucket: str, key: str) -> None:
+        """An object larger than ``-b``: uploaded in parts of ``-b`` bytes, one after the
+        other (the last may be shorter); an upload that fails is aborted."""
+        client, size, block = self.client, self.run.size, self.run.block
+        upload = await client.create_multipart_upload(bucket, key)
+        etags: list[str] = []
+        try:
+            for number, offset in enumerate(range(0, size, block), 1):
+                if number > 1:
+                    await _sleep_until(self.due(k, number - 1))
+                body = _block(self.job, offset, min(block, size - offset))
+                etags.append(
+                    await self._timed(client.upload_part(bucket, key, upload, number, body))
+                )
+            await client.complete_multipart_upload(bucket, key, upload, etags)
+        except BaseException:
+            with contextlib.suppress(S3Error):  # the first error is the one to report
+                await client.abort_multipart_upload(bucket, key, upload)
+            raise

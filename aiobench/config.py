@@ -116,7 +116,8 @@ class BenchConfig:
     paths: tuple[str, ...] = option(
         None,
         "paths",
-        help="Files, block devices, or directories (dir mode); [1-4] ranges expand.",
+        help="Files, block devices, directories (dir mode) or s3://bucket[/prefix] (object "
+        "storage); [1-4] ranges expand.",
         panel=WORKLOAD,
         cli_type=list[str] | None,
         metavar="PATH",

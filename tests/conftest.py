@@ -230,6 +230,11 @@ def _warm_up(args: list[str]) -> None:
     command = typer.main.get_command(app)
     with contextlib.suppress(Exception, SystemExit):  # the real run reports it
         command.make_context("aiobench", list(args))
+    # What the run imports where it needs it (the CLI starts lean, see aiobench.cli); the
+    # standard library is under /root too.
+    for name in ("aiobench.outputs", "aiobench.runner", "aiobench.render.plan",
+                 "aiobench.targets", "aiobench.memory", "aiobench.native"):  # fmt: skip
+        importlib.import_module(name)
 
 
 def main_as_nobody(*args: str) -> tuple[int, str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE
+from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, PhaseKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,13 +251,13 @@ class DirLayout:
             out += ranks_at[turn] * np.roll(dirs_at, turn)
         return [int(n) * self.files for n in out]
 
-    def entries(self, kind: str, rank: int) -> int:
+    def entries(self, kind: PhaseKind, rank: int) -> int:
         """How many entries rank ``rank`` handles in a phase of ``kind``."""
         if kind in (MKDIRS, RMDIRS):
             return len(self.dir_ids(rank))
         return self.files_per_rank()
 
-    def entry(self, kind: str, rank: int, k: int) -> tuple[int, str]:
+    def entry(self, kind: PhaseKind, rank: int, k: int) -> tuple[int, str]:
         """(path index, name) of entry ``k`` of rank ``rank`` in a phase of ``kind``."""
         if kind in (MKDIRS, RMDIRS):
             i = self.dir_ids(rank)[k]
@@ -269,7 +269,7 @@ class DirLayout:
 class EntryStream:
     """The entries of one thread rank in one phase, handed out in runs to its slots."""
 
-    def __init__(self, layout: DirLayout, kind: str, rank: int) -> None:
+    def __init__(self, layout: DirLayout, kind: PhaseKind, rank: int) -> None:
         self.layout = layout
         self.kind = kind
         self.rank = rank

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from aiobench.dirmode import EntryRun
 from aiobench.errors import BenchIOError, VerifyError
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.nofollow import ParentDirs, WalkError, explain, reuse_dir, symlink_error
 from aiobench.posix import FILE_MODE, PosixTargets, fds_of
 from aiobench.targets import Probe, Targets
@@ -176,7 +176,7 @@ class Job:
     on ``stop``.
     """
 
-    kind: str
+    kind: PhaseKind
     targets: Targets
     ops: OpRun | EntryRun
     buf: SlotBuffer | None
@@ -474,7 +474,9 @@ class Engine(Protocol):
 
     def sync(self, targets: Targets) -> None: ...
 
-    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int: ...
+    def slot_depth(
+        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+    ) -> int: ...
 
 
 class AsyncEngine(Engine, Protocol):
@@ -764,7 +766,7 @@ def run_entries(job: Job, run: EntryRun, record: R, loop: EntryLoop[R]) -> RawBa
     return record.batch()
 
 
-def _python_loop(kind: str) -> EntryLoop[_Lists]:
+def _python_loop(kind: PhaseKind) -> EntryLoop[_Lists]:
     if kind in (WRITE, READ):
         return _files
     return _stat if kind == STAT else _metadata

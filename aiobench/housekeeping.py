@@ -16,7 +16,7 @@ import anyio
 from aiobench.config import DROP_CACHES
 from aiobench.engine import Engine
 from aiobench.errors import BenchIOError
-from aiobench.kinds import DROPCACHE, PHASE_NAMES, SYNC
+from aiobench.kinds import DROPCACHE, PHASE_NAMES, SYNC, PhaseKind
 from aiobench.results import PhaseResult, Totals
 from aiobench.stats import LatencyRecorder
 from aiobench.targets import Targets
@@ -36,7 +36,7 @@ def drop_caches() -> None:
 
 
 async def run_housekeeping(
-    kind: str, engine: Engine, targets: Targets
+    kind: PhaseKind, engine: Engine, targets: Targets
 ) -> tuple[PhaseResult, BenchIOError | None]:
     """Run SYNC or DROPCACHE once and report it as a block with only its elapsed time."""
     wall_start = datetime.datetime.now(datetime.timezone.utc)

@@ -9,16 +9,25 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-MKDIRS = "mkdirs"
-WRITE = "write"
-STAT = "stat"
-READ = "read"
-RMFILES = "rmfiles"
-RMDIRS = "rmdirs"
-SYNC = "sync"
-DROPCACHE = "dropcache"
 
-PHASE_NAMES = {
+class PhaseKind(StrEnum):
+    """A phase (or housekeeping block) of a run; the values are the kinds' JSON names."""
+
+    MKDIRS = "mkdirs"
+    WRITE = "write"
+    STAT = "stat"
+    READ = "read"
+    RMFILES = "rmfiles"
+    RMDIRS = "rmdirs"
+    SYNC = "sync"
+    DROPCACHE = "dropcache"
+
+
+MKDIRS, WRITE, STAT, READ = PhaseKind.MKDIRS, PhaseKind.WRITE, PhaseKind.STAT, PhaseKind.READ
+RMFILES, RMDIRS = PhaseKind.RMFILES, PhaseKind.RMDIRS
+SYNC, DROPCACHE = PhaseKind.SYNC, PhaseKind.DROPCACHE
+
+PHASE_NAMES: dict[PhaseKind, str] = {
     MKDIRS: "MKDIRS",
     WRITE: "WRITE",
     STAT: "STAT",
@@ -38,7 +47,7 @@ OBJECT_PHASE_NAMES = PHASE_NAMES | {
 }
 
 
-def phase_name(kind: str, rwmix_pct: int | None = None, *, objects: bool = False) -> str:
+def phase_name(kind: PhaseKind, rwmix_pct: int | None = None, *, objects: bool = False) -> str:
     """The phase's name in results; a write phase with --rwmixpct P is ``RWMIX<P>``;
     ``objects``: of an S3 run."""
     if kind == WRITE and rwmix_pct is not None:

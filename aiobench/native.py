@@ -36,7 +36,7 @@ from aiobench.engine import (
     short_detail,
 )
 from aiobench.errors import BenchIOError
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.nofollow import ParentDirs, reuse_dir, symlink_error
 from aiobench.posix import DIR_MODE, FILE_MODE, PosixTargets, fds_of
 from aiobench.verify import Mismatch
@@ -76,7 +76,9 @@ class NativeEngine(PosixTargets):
         if build_error:
             raise RuntimeError(f"the native engine is not available: {build_error}")
 
-    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int:
+    def slot_depth(
+        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+    ) -> int:
         """With ``--direct``, file-mode reads and writes keep ``--iodepth`` operations in
         flight from one thread through Linux AIO, as fio's and elbencho's libaio engines
         do. (On cached files io_submit does the I/O itself before it returns, so there
@@ -119,7 +121,7 @@ def _offsets(ops: OpRun) -> Int64Array:
     return np.fromiter(ops.offsets, dtype=np.int64, count=len(ops))  # (~2x np.array's speed)
 
 
-def _queues(kind: str, opts: IoOptions) -> bool:
+def _queues(kind: PhaseKind, opts: IoOptions) -> bool:
     """Whether file-mode operations of ``kind`` can go through Linux AIO: plain reads and
     stamped writes (no pacing, pattern, check or block variance to do between them)."""
     plain = not opts.rate_bytes_per_s and opts.verify is None

@@ -21,7 +21,7 @@ from aiobench.dirmode import DirLayout
 from aiobench.engine import Engine, IoOptions, StartGate
 from aiobench.events import Observer
 from aiobench.intervals import CpuSample, IntervalSeries
-from aiobench.kinds import MKDIRS, RMDIRS, WRITE, phase_name
+from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind, phase_name
 from aiobench.plan import close_buffers, rate_limit, rwmix_pct, slots_for, streams_for
 from aiobench.results import PhaseResult
 from aiobench.summary import active_at, progress, summarise
@@ -93,7 +93,7 @@ def make_executor(slots: int) -> ThreadPoolExecutor:
     return pool
 
 
-def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
+def _rank_dirs(ctx: RunContext, kind: PhaseKind, shared: PhaseShared) -> None:
     """Untimed: create the ``r<r>`` dirs before MKDIRS, remove them after RMDIRS."""
     layout = ctx.layout
     if not isinstance(layout, DirLayout) or kind not in (MKDIRS, RMDIRS):
@@ -110,7 +110,7 @@ def _rank_dirs(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
         shared.fail(error)
 
 
-def _prepare_files(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
+def _prepare_files(ctx: RunContext, kind: PhaseKind, shared: PhaseShared) -> None:
     """Untimed, before a write phase: --trunc, --trunctosize, --preallocfile, in that order."""
     cfg, layout = ctx.cfg, ctx.layout
     if kind != WRITE or not isinstance(layout, Layout) or not cfg.file_size_options():
@@ -127,7 +127,7 @@ def _prepare_files(ctx: RunContext, kind: str, shared: PhaseShared) -> None:
 
 
 async def run_phase(
-    ctx: RunContext, kind: str, phase_index: int
+    ctx: RunContext, kind: PhaseKind, phase_index: int
 ) -> tuple[PhaseResult, PhaseShared]:
     """Run one phase of ``kind`` over all threads and summarise it."""
     cfg = ctx.cfg

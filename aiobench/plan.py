@@ -12,7 +12,7 @@ import numpy as np
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryStream
 from aiobench.engine import SlotBuffer
-from aiobench.kinds import READ, WRITE
+from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.memory import slots_with_work
 from aiobench.targets import Layout, Slice
 from aiobench.worker import Slot, Stream
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from aiobench.phases import RunContext
 
 
-def streams_for(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
+def streams_for(ctx: RunContext, kind: PhaseKind, phase_index: int) -> list[Stream]:
     cfg, layout = ctx.cfg, ctx.layout
     if isinstance(layout, DirLayout):
         return [EntryStream(layout, kind, rank) for rank in ctx.ids]
@@ -54,13 +54,13 @@ def streams_for(ctx: RunContext, kind: str, phase_index: int) -> list[Stream]:
     ]
 
 
-def rwmix_pct(cfg: BenchConfig, kind: str) -> int | None:
+def rwmix_pct(cfg: BenchConfig, kind: PhaseKind) -> int | None:
     """--rwmixpct of this phase: only the write phase mixes in reads."""
     return cfg.rwmixpct if kind == WRITE else None
 
 
 def slots_for(
-    ctx: RunContext, kind: str, phase_index: int, streams: Sequence[Stream], depth: int
+    ctx: RunContext, kind: PhaseKind, phase_index: int, streams: Sequence[Stream], depth: int
 ) -> list[list[Slot]]:
     """Each thread's slots: ``--iodepth`` of them, or one keeping ``depth`` operations in
     flight where the engine queues them itself."""
@@ -115,7 +115,7 @@ def close_buffers(slots: list[list[Slot]]) -> None:
                 slot.buffer.close()
 
 
-def rate_limit(cfg: BenchConfig, layout: Layout | DirLayout, kind: str) -> int:
+def rate_limit(cfg: BenchConfig, layout: Layout | DirLayout, kind: PhaseKind) -> int:
     """Bytes per second per thread this phase may move (0 = no limit)."""
     if isinstance(layout, DirLayout) and not cfg.object_storage:
         return 0

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from aiobench.errors import BenchIOError, ConfigError
+from aiobench.kinds import PhaseKind
 from aiobench.nofollow import explain, reuse_dir
 from aiobench.targets import BLOCKDEV, DIR, FILE, Probe, Targets
 
@@ -146,7 +147,9 @@ class PosixTargets:
             raise
         return opened
 
-    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int:
+    def slot_depth(
+        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+    ) -> int:
         """How many operations one slot keeps in flight: 1 here, so a thread runs
         ``iodepth`` slots, one executor thread each; an engine that queues operations
         asynchronously runs one slot per thread with up to ``iodepth`` in flight."""

@@ -29,6 +29,7 @@ from aiobench.kinds import (
     STAT,
     SYNC,
     WRITE,
+    PhaseKind,
     phase_name,
 )
 from aiobench.phases import RunContext, make_executor, run_phase
@@ -42,7 +43,7 @@ def event_loop_name() -> str:
     return Coordinator().loop_name()
 
 
-def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[str]:
+def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[PhaseKind]:
     """The phases to run, in their fixed order (the order of options does not matter)."""
     dirs = isinstance(resolved.layout, DirLayout) and resolved.layout.dir_phases
     wanted = (
@@ -79,7 +80,7 @@ def skipped_note(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> str
     )
 
 
-def housekeeping_kinds(cfg: BenchConfig) -> list[str]:
+def housekeeping_kinds(cfg: BenchConfig) -> list[PhaseKind]:
     """SYNC then DROPCACHE (only synced data can be dropped), as asked for."""
     return [kind for kind, on in ((SYNC, cfg.sync), (DROPCACHE, cfg.dropcache)) if on]
 

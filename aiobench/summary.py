@@ -11,7 +11,7 @@ import numpy as np
 
 from aiobench.dirmode import DirLayout
 from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
-from aiobench.kinds import phase_name
+from aiobench.kinds import PhaseKind, phase_name
 from aiobench.plan import rwmix_pct
 from aiobench.results import (
     PhaseResult,
@@ -111,7 +111,7 @@ def target_totals(
 
 
 def summarise(
-    kind: str,
+    kind: PhaseKind,
     ctx: RunContext,
     shared: PhaseShared,
     streams: list[Stream],

@@ -32,6 +32,7 @@ from aiobench.engine import (
 )
 from aiobench.errors import BenchIOError
 from aiobench.intervals import IntervalSeries
+from aiobench.kinds import PhaseKind
 from aiobench.stats import Int64Array, LatencyRecorder
 from aiobench.targets import Targets
 from aiobench.timeline import CounterTimeline, Counts, run_counts
@@ -60,7 +61,7 @@ Run = OpRun | EntryRun
 class PhaseShared:
     """State every slot of a phase sees; the lock guards only the in-flight counter."""
 
-    kind: str
+    kind: PhaseKind
     engine: Engine
     executor: Executor
     targets: Targets

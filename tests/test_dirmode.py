@@ -13,7 +13,7 @@ import pytest
 
 from aiobench.dirmode import DirLayout, EntryRun, EntryStream
 from aiobench.engine import Engine, IoOptions, Job, NullEngine, PosixEngine, SlotBuffer, StopEvent
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.phases import run_phase
 from aiobench.render.table import TableOptions, render_table
 from aiobench.results import PhaseResult
@@ -32,7 +32,7 @@ def layout(**over: int | bool) -> DirLayout:
     return DirLayout(**args)  # type: ignore[arg-type]
 
 
-def all_entries(lay: DirLayout, kind: str, rank: int) -> list[tuple[int, str]]:
+def all_entries(lay: DirLayout, kind: PhaseKind, rank: int) -> list[tuple[int, str]]:
     return [lay.entry(kind, rank, k) for k in range(lay.entries(kind, rank))]
 
 
@@ -134,7 +134,7 @@ def test_snapshot_inside_a_run_counts_entries_and_blocks_separately() -> None:
 
 
 def engine_job(
-    kind: str,
+    kind: PhaseKind,
     dfd: int,
     root: Path,
     run: EntryRun,

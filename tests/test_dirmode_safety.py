@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout, EntryRun
 from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.runner import run_benchmark
 from aiobench.targets import DIR, Resolved
 from tests.conftest import (
@@ -331,7 +331,7 @@ def test_a_file_where_a_dir_should_be_is_not_reused(tmp_path: Path) -> None:
 # -- the engine alone: hand-made runs with the names as the layout makes them --------------
 
 
-def engine_run(engine: Engine, kind: str, root: Path, names: list[str], size: int = 0) -> Any:
+def engine_run(engine: Engine, kind: PhaseKind, root: Path, names: list[str], size: int = 0) -> Any:
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     buf = None
     if size:
@@ -347,7 +347,7 @@ def engine_run(engine: Engine, kind: str, root: Path, names: list[str], size: in
 
 @pytest.mark.parametrize("kind", [WRITE, READ, STAT, RMFILES, MKDIRS, RMDIRS])
 def test_engine_refuses_a_symlinked_parent_dir(
-    tmp_path: Path, victim: Path, kind: str, io_engine: Engine
+    tmp_path: Path, victim: Path, kind: PhaseKind, io_engine: Engine
 ) -> None:
     root = tmp_path / "p"
     (root / "r0").mkdir(parents=True)
@@ -369,7 +369,7 @@ def test_engine_refuses_a_symlinked_parent_dir(
 
 @pytest.mark.parametrize("kind", [WRITE, READ, STAT, RMDIRS])
 def test_engine_refuses_a_symlinked_entry(
-    tmp_path: Path, victim: Path, kind: str, io_engine: Engine
+    tmp_path: Path, victim: Path, kind: PhaseKind, io_engine: Engine
 ) -> None:
     root = tmp_path / "p"
     (root / "r0" / "d0").mkdir(parents=True)
@@ -411,7 +411,7 @@ def test_engine_walks_many_dirs_and_closes_what_it_opened(
 
 @pytest.mark.parametrize("kind", [RMFILES, STAT, RMDIRS])
 def test_nodelerr_counts_the_entries_of_a_missing_parent_as_done(
-    tmp_path: Path, kind: str, io_engine: Engine
+    tmp_path: Path, kind: PhaseKind, io_engine: Engine
 ) -> None:
     """--nodelerr: a parent dir that is gone took its entries with it (as unlink of each
     would have said ENOENT before the walk); without it the walk names the missing dir."""

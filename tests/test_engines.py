@@ -20,7 +20,7 @@ import pytest
 
 from aiobench import _native, native
 from aiobench.engine import Engine, IoOptions, Job, PosixEngine, RawBatch, SlotBuffer, StopEvent
-from aiobench.kinds import READ, WRITE
+from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.results import RunResult
 from aiobench.runner import run_benchmark
 from aiobench.targets import resolve
@@ -555,7 +555,7 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
 # -- depth N: Linux native AIO (one run, up to depth operations in flight) -------------------
 
 
-def aio_job(kind: str, fd: int, buf: SlotBuffer, offsets: list[int], **over: Any) -> Job:
+def aio_job(kind: PhaseKind, fd: int, buf: SlotBuffer, offsets: list[int], **over: Any) -> Job:
     length = over.pop("length", buf.block_size)
     until = over.pop("until_ns", 1 << 62)
     return Job(kind, fd_targets(["t"], [fd]), OpRun(0, offsets, length), buf, until, **over)

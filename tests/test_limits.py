@@ -15,6 +15,7 @@ import pytest
 
 from aiobench.config import build_config
 from aiobench.engine import POOL_SLACK, POOL_WINDOWS, SlotBuffer, pool_bytes
+from aiobench.kinds import WRITE
 from aiobench.memory import available_memory, slot_needs, slots_with_work
 from aiobench.phases import RunContext
 from aiobench.plan import slots_for, streams_for
@@ -223,8 +224,8 @@ def test_budget_counts_the_slots_a_phase_allocates(tmp_path: Path, over: dict[st
         executor=None,  # type: ignore[arg-type]
         stop=None,  # type: ignore[arg-type]
     )
-    streams = streams_for(ctx, "WRITE", 0)
-    slots = slots_for(ctx, "WRITE", 0, streams, 1)
+    streams = streams_for(ctx, WRITE, 0)
+    slots = slots_for(ctx, WRITE, 0, streams, 1)
     try:
         counted = slot_needs(cfg, resolved.layout, cfg.threads)[1]
         assert max(len(s) for s in slots) == counted

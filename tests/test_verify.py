@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
 from aiobench.errors import VerifyError
-from aiobench.kinds import WRITE
+from aiobench.kinds import WRITE, PhaseKind
 from aiobench.schema import load_schema
 from aiobench.verify import check, expected_word, pattern
 from aiobench.workload import OpRun
@@ -42,7 +42,9 @@ def test_check_names_the_first_wrong_byte_and_its_word() -> None:
     assert bad.found == bad.expected ^ (0xFF << 8)
 
 
-def verified_job(kind: str, fd: int, buf: SlotBuffer, offsets: list[int], **kw: object) -> Job:
+def verified_job(
+    kind: PhaseKind, fd: int, buf: SlotBuffer, offsets: list[int], **kw: object
+) -> Job:
     options = IoOptions(verify=SALT, **kw)  # type: ignore[arg-type]
     return Job(
         kind, fd_targets(["f"], [fd]), OpRun(0, offsets, 4096), buf, 1 << 62, options=options

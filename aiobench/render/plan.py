@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
-from aiobench.kinds import MKDIRS, RMDIRS, RMFILES, STAT, WRITE, phase_name
+from aiobench.kinds import MKDIRS, RMDIRS, RMFILES, STAT, WRITE, PhaseKind, phase_name
 from aiobench.targets import Layout, Resolved
 from aiobench.text import printable
 from aiobench.units import format_bytes
@@ -46,7 +46,7 @@ def _file_phase_bytes(cfg: BenchConfig, layout: Layout) -> int:
     return layout.total_bytes
 
 
-def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[str]) -> str:
+def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) -> str:
     layout = resolved.layout
     out = ""
     for kind in kinds:
@@ -79,7 +79,7 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[str]) -> str:
     return out
 
 
-def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[str]) -> str:
+def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) -> str:
     """The plan of a run with phases ``kinds`` (in their order), ending with a line that
     says nothing was done."""
     out = "PLAN (--dryrun)\n" + _targets(cfg, resolved)

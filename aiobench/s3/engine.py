@@ -27,7 +27,7 @@ import numpy as np
 from aiobench.dirmode import EntryRun
 from aiobench.engine import IoOptions, Job, RawBatch, _Lists
 from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PathType
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PathType, PhaseKind
 from aiobench.s3.client import S3Client
 from aiobench.s3.target import (
     BucketPath,
@@ -178,7 +178,9 @@ class S3Engine:
     def sync(self, targets: Targets) -> None:
         """(--sync is refused for object storage.)"""
 
-    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int:
+    def slot_depth(
+        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+    ) -> int:
         return 1  # one request in flight per slot; --iodepth gives a thread its slots
 
     def run(self, job: Job) -> RawBatch:

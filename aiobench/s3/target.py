@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from aiobench.dirmode import DirLayout
 from aiobench.errors import ConfigError
-from aiobench.kinds import MKDIRS, RMDIRS, WRITE
+from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
 
 SCHEME = "s3://"
 DEFAULT_REGION = "us-east-1"  # what AWS SDKs and most S3 servers assume without one
@@ -268,12 +268,12 @@ class BucketLayout(DirLayout):
     def dir_phases(self) -> bool:
         return True  # the buckets
 
-    def entries(self, kind: str, rank: int) -> int:
+    def entries(self, kind: PhaseKind, rank: int) -> int:
         if kind in (MKDIRS, RMDIRS):
             return len(range(rank, self.num_paths, self.threads))
         return DirLayout.entries(self, kind, rank)
 
-    def entry(self, kind: str, rank: int, k: int) -> tuple[int, str]:
+    def entry(self, kind: PhaseKind, rank: int, k: int) -> tuple[int, str]:
         if kind in (MKDIRS, RMDIRS):
             return rank + k * self.threads, ""
         return DirLayout.entry(self, kind, rank, k)

@@ -329,6 +329,9 @@ def pair(
     for op in PHASES:
 
         def attempt(op: str = op) -> Figures:
+            if op == "put" and not work.small:
+                # an earlier attempt's objects, overwritten, hold their space until then
+                vacuum()
             return s3_once(setup, tool, op, work, files)
 
         fig = keep_cleanest(args, attempt, no_faults) if retry else attempt()

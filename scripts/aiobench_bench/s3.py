@@ -57,6 +57,8 @@ REF_BUCKET = "bench-ref"
 AIO_BUCKET = "bench-aiobench"
 REF_STARTUP_BUCKET = "bench-ref-startup"
 AIO_STARTUP_BUCKET = "bench-aiobench-startup"
+# The event loops aiobench's runs said they ran on (meta.event_loop).
+LOOPS_SEEN: set[str] = set()
 SCRIPTS_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
@@ -144,9 +146,10 @@ def ref_env(server: Server) -> dict[str, str]:
 
 
 def shown(argv: list[str], server: Server, workdir: str) -> str:
-    """A command as the report shows it: the secret as SECRET, the work dir as DIR."""
+    """A command as the report shows it: the key as KEY, the secret as SECRET, the work dir
+    as DIR."""
     text = shlex.join(argv).replace(server.secret_key, "SECRET")
-    return text.replace(workdir, "DIR")
+    return text.replace(server.access_key, "KEY").replace(workdir, "DIR")
 
 
 def failure_text(message: str, secrets: tuple[str, ...]) -> str:
@@ -180,6 +183,7 @@ def aiobench_s3_figures(doc: Doc, op: str, work: S3Work, objects: int) -> Figure
     if doc.get("error"):
         raise ToolError(f"aiobench reported an error: {doc['error']}")
     note_engine(doc)
+    LOOPS_SEEN.add(str(doc.get("meta", {}).get("event_loop") or "?"))
     name = PHASES[op]
     phase = next((p for p in doc.get("phases") or [] if p.get("phase") == name), None)
     if phase is None:
@@ -477,6 +481,7 @@ def measure_s3(
         "repeats": args.repeats,
         "python": args.python,
         "aiobench_error": setup.aiobench_error,
+        "aiobench_event_loop": ", ".join(sorted(LOOPS_SEEN)) or "?",
         "startup": startup_medians(setup.startup),
         "retried": sum(
             int(f.get("attempts", 1)) - 1
@@ -548,8 +553,9 @@ def fmt_s3_rate(row: Row, value: float) -> str:
     return f"{value / MIB:,.1f} MiB/s"
 
 
-def fmt_cpu(value: float) -> str:
-    return fmt_ns(value)
+def fmt_cpu(value: float, per: str = "") -> str:
+    """A CPU time in ns, ``per`` request or MiB (n/a alone when not measured)."""
+    return "n/a" if value != value else fmt_ns(value) + per
 
 
 def s3_targets(rows: list[Row]) -> list[Row]:
@@ -624,7 +630,8 @@ def print_s3_markdown(rows: list[Row], meta: Row) -> None:
         f"- Work: {t} x {objects[SMALL.key]} objects of 4 KiB (PUT, then GET of each, a range "
         f"of 4 KiB), {t} x {objects[LARGE.key]} of 64 MiB (multipart PUT in 8 MiB parts, "
         f"GET in 8 MiB ranges); bare loop: {t * d} coroutines for 4 KiB, {t} for 64 MiB with "
-        f"up to {d} parts / ranges in flight each; aiobench: -t {t} --iodepth {d}"
+        f"up to {d} parts / ranges in flight each; aiobench: -t {t} --iodepth {d}; event "
+        f"loop: bare loop uvloop, aiobench {s3['aiobench_event_loop']} (its meta.event_loop)"
     )
     print(
         f"- Runs: one discarded 4 KiB put + get per tool, then {s3['repeats']} round(s) per "
@@ -651,9 +658,9 @@ def print_s3_markdown(rows: list[Row], meta: Row) -> None:
         print(
             f"| {row['title']} | {row['op'].upper()} | {fmt_s3_rate(row, med['ref'])} "
             f"| {fmt_s3_rate(row, med['aiobench'])} | {fmt_ratio(row['ratio'])} | {target} "
-            f"| {fmt_cpu(cpu['ref'])}{per} | {fmt_cpu(cpu['aiobench'])}{per} "
-            f"| {fmt_cpu(row['phase_cpu_ns']['ref'])}{per} "
-            f"| {fmt_cpu(srv['ref'])}{per} | {fmt_cpu(srv['aiobench'])}{per} "
+            f"| {fmt_cpu(cpu['ref'], per)} | {fmt_cpu(cpu['aiobench'], per)} "
+            f"| {fmt_cpu(row['phase_cpu_ns']['ref'], per)} "
+            f"| {fmt_cpu(srv['ref'], per)} | {fmt_cpu(srv['aiobench'], per)} "
             f"| {fmt_ns(row['io_p99_ns'])} |"
         )
     print()
@@ -676,7 +683,9 @@ def print_s3_markdown(rows: list[Row], meta: Row) -> None:
             )
     print()
     print(
-        "Commands (SECRET = the server's generated secret; RESULT.json = a file in the work dir):"
+        "Commands (KEY, SECRET = the server's generated credentials; RESULT.json = a file "
+        "in the work dir; the bare loop gets the credentials in S3REF_ACCESS_KEY and "
+        "S3REF_SECRET_KEY):"
     )
     print()
     print("```")

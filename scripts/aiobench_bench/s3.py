@@ -6,9 +6,10 @@ iodepth 8, PUTs of T x K objects of 4 KiB (distinct keys, aiobench's names), the
 them; and T x K2 objects of 64 MiB, PUT in 8 MiB parts, read in 8 MiB ranges, up to
 iodepth parts / ranges in flight per thread. The reference (aiobench_bench.s3ref) runs in
 a process of its own, as aiobench does, so that each one's client CPU time is its own
-process's (wait4), less the median CPU time of a start-up run of the same tool (one 4 KiB
-object per thread). The server is another process: its CPU time is measured too and not
-counted as other load.
+process's (wait4), less the median CPU time of its start-up runs (the same command with one
+object per thread, run after each measured pair), over the requests (or MiB) more than
+those. The server is another process: its CPU time is measured too and not counted as other
+load.
 
 Rounds: one discarded 4 KiB put + get per tool, then --repeats rounds per object size with
 the tools' put + get pairs interleaved, the tool that goes first alternating (ABBA); the
@@ -462,7 +463,7 @@ def measure_s3(
         except ToolError as exc:
             aiobench_failed(setup, exc)
         samples = run_rounds(args, setup)
-        # Clean up as a user would: the start-up objects deleted, the buckets removed.
+        # Clean up as a user would: the (empty) buckets removed.
         for bucket in (REF_BUCKET, REF_STARTUP_BUCKET):
             ref_plain(setup, "rmbucket", SMALL, 1, bucket)
         if setup.aiobench_error is None:

@@ -40,6 +40,7 @@ PORTS = {
 S3_PORT = PORTS["s3.port"]
 MASTER_PORT = PORTS["master.port"]
 REGION = "us-east-1"
+MAX_VOLUMES = 500
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 
@@ -108,6 +109,11 @@ def weed_argv(binary: str, root: str, config: str) -> list[str]:
         "-admin.ui=false",
         "-master.telemetry=false",
         "-volume.preStopSeconds=0",
+        # weed mini allows free space / volume size volumes (47 of 64 MiB on a 3 GiB tmpfs)
+        # and a full one stays read-only until a vacuum has compacted it: rounds of 64 MiB
+        # PUTs (retried ones too) into four buckets used them all up ("No writable volumes
+        # and no free volumes left"). Volumes take no space before they are written to.
+        f"-volume.max={MAX_VOLUMES}",
     ]
 
 

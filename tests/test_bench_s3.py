@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from typing import Any
 
 import pytest
 
@@ -271,7 +272,7 @@ def test_report_when_aiobench_failed_keeps_the_reference_figures(
     targets = s3_targets(rows)
     assert all(t["met"] is None for t in targets)  # nothing to decide without aiobench
     assert targets[0]["reference"] == 1000
-    meta = {
+    meta: dict[str, Any] = {
         "date": "D",
         "host": "h",
         "kernel": "k",
@@ -292,6 +293,7 @@ def test_report_when_aiobench_failed_keeps_the_reference_figures(
             "repeats": 3,
             "aiobench_error": "exit 2: Error: No such option: --s3endpoints",
             "aiobench_event_loop": "?",
+            "pythons": {"ref": "3.11.7", "aiobench": ""},
             "startup": startup,
             "retried": 0,
             "commands": {"ref": ["REF"], "aiobench": ["AIO"]},
@@ -306,6 +308,13 @@ def test_report_when_aiobench_failed_keeps_the_reference_figures(
     ]
     assert "| 4 KiB objects | PUT | 1,000 ops/s | n/a | - |" in out
     assert "n/a / " not in out  # an unmeasured figure is n/a alone, without a unit
+    assert "Interpreters differ" not in out  # aiobench did not run: nothing to compare
+    meta["s3"]["pythons"] = {"ref": "3.11.7", "aiobench": "3.12.1"}
+    print_s3_markdown(rows, meta)
+    assert (
+        "- **Interpreters differ**: bare loop on Python 3.11.7, aiobench on 3.12.1"
+        in capsys.readouterr().out
+    )
     assert "Traceback" not in out
 
 

@@ -58,8 +58,10 @@ REF_BUCKET = "bench-ref"
 AIO_BUCKET = "bench-aiobench"
 REF_STARTUP_BUCKET = "bench-ref-startup"
 AIO_STARTUP_BUCKET = "bench-aiobench-startup"
-# The event loops aiobench's runs said they ran on (meta.event_loop).
+# The event loops aiobench's runs said they ran on (meta.event_loop), and the Python versions
+# each tool said it ran on (aiobench: meta.python; the bare loop: its "python").
 LOOPS_SEEN: set[str] = set()
+PYTHONS_SEEN: dict[str, set[str]] = {tool: set() for tool in ("ref", "aiobench")}
 SCRIPTS_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
@@ -185,6 +187,7 @@ def aiobench_s3_figures(doc: Doc, op: str, work: S3Work, objects: int) -> Figure
         raise ToolError(f"aiobench reported an error: {doc['error']}")
     note_engine(doc)
     LOOPS_SEEN.add(str(doc.get("meta", {}).get("event_loop") or "?"))
+    PYTHONS_SEEN["aiobench"].add(str(doc.get("meta", {}).get("python") or "?"))
     name = PHASES[op]
     phase = next((p for p in doc.get("phases") or [] if p.get("phase") == name), None)
     if phase is None:
@@ -221,6 +224,7 @@ def ref_figures(stdout: str, work: S3Work, objects: int) -> Figures:
         raise ToolError(f"bare loop: unreadable output ({exc})") from None
     if doc.get("objects") != objects:
         raise ToolError(f"bare loop: {doc.get('objects')} objects, not {objects}")
+    PYTHONS_SEEN["ref"].add(str(doc.get("python") or "?"))
     elapsed = float(doc["elapsed_s"])
     return {
         "objects_per_s": objects / elapsed,
@@ -483,6 +487,7 @@ def measure_s3(
         "python": args.python,
         "aiobench_error": setup.aiobench_error,
         "aiobench_event_loop": ", ".join(sorted(LOOPS_SEEN)) or "?",
+        "pythons": {tool: ", ".join(sorted(seen)) for tool, seen in PYTHONS_SEEN.items()},
         "startup": startup_medians(setup.startup),
         "retried": sum(
             int(f.get("attempts", 1)) - 1
@@ -624,6 +629,12 @@ def print_s3_markdown(rows: list[Row], meta: Row) -> None:
     print_environment(meta)
     server = f"SeaweedFS `weed mini` ({s3['server']}) at {s3['endpoint']}"
     print(f"- Server: {server}, its data in the work dir")
+    pythons = s3["pythons"]
+    if pythons["aiobench"] and pythons["ref"] != pythons["aiobench"]:
+        print(
+            f"- **Interpreters differ**: bare loop on Python {pythons['ref']}, aiobench on "
+            f"{pythons['aiobench']}"
+        )
     if s3["aiobench_error"]:
         print(f"- **aiobench: failed ({s3['aiobench_error']})**; the bare loop's figures alone")
     objects = s3["objects_per_thread"]

@@ -1,14 +1,14 @@
 """Benchmark aiobench against fio, a plain Python loop and itself under MPI (a report).
 
-Six sections, chosen with --section (a comma-separated list; default all, in this order;
-mpi only if mpirun is found, seed2 only as root), each measuring issue #13's or #16's
-targets where it has them. The report starts with one table of all targets measured:
-aiobench's figure, the reference's (fio, the plain loop, or aiobench itself), their ratio,
-the target and whether it was met. Every figure is measured in the run, none typed in.
---quick shrinks sizes, runtimes and repeats for a smoke test of every section in a couple
-of minutes. --ioengine X passes ``--ioengine X`` to every aiobench command (default:
-nothing, aiobench's own default engine); the engine each run used is read from its JSON
-(meta.ioengine) and reported.
+Seven sections, chosen with --section (a comma-separated list; default all, in this order;
+mpi only if mpirun is found, seed2 only as root, s3 only if SeaweedFS's weed is found), each
+measuring issue #13's, #15's or #16's targets where it has them. The report starts with one
+table of all targets measured: aiobench's figure, the reference's (fio, the plain loop,
+the bare S3 loop, or aiobench itself), their ratio, the target and whether it was met.
+Every figure is measured in the run, none typed in. --quick shrinks sizes, runtimes and
+repeats for a smoke test of every section in a couple of minutes. --ioengine X passes
+``--ioengine X`` to every aiobench command (default: nothing, aiobench's own default
+engine); the engine each run used is read from its JSON (meta.ioengine) and reported.
 
 data: page-cache I/O against fio. Lays out two files of --size random bytes in a fresh
 temporary directory (a tmpfs via --dir is recommended), then for six workloads runs aiobench
@@ -94,6 +94,13 @@ write + read.
 
 startup: ``aiobench --help`` and ``aiobench --version`` from start to exit against
 ``python -c pass`` (issue #16: under 0.2 s); see aiobench_bench.startup.
+
+s3: aiobench's S3 engine against a bare aiohttp + SigV4 loop (aiobench_bench.s3ref, no
+aiobench harness) on a SeaweedFS ``weed mini`` the section starts on loopback, the same work
+at -t 2 --iodepth 8: 4 KiB PUTs then GETs of 2 x --s3-objects objects (targets: >= 0.85x the
+loop's ops/s; client CPU per GET <= 200 us), 64 MiB objects in 8 MiB parts (MiB/s and CPU
+per MiB, no target); ABBA rounds, disturbed runs repeated; an aiobench failure is reported
+in one line beside the loop's figures; see aiobench_bench.s3.
 
 Output: the Markdown report on stdout; --json prints the figures as JSON instead, --json FILE
 writes them to FILE besides the report. Exit status: 0 when every run succeeded (even if

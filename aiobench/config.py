@@ -581,6 +581,28 @@ class BenchConfig:
         metavar="TEXT",
         shown="none",
     )
+    s3listobj: int = option(  # 0 = no LISTOBJ phase
+        0,
+        "--s3listobj",
+        help="LISTOBJ phase: list up to N objects of each bucket (ListObjectsV2 pages "
+        "of up to 1000), thread rank r the buckets r, r+t, ...",
+        panel=OBJECTS,
+        metavar="N",
+        shown="0 (no such phase)",
+        low=0,
+    )
+    s3multidel: int = option(  # 0 = no MULTIDEL phase
+        0,
+        "--s3multidel",
+        help="MULTIDEL phase: delete the objects of each bucket in DeleteObjects requests "
+        "of up to N keys (a listing, then its keys deleted), thread rank r the buckets "
+        "r, r+t, ...",
+        panel=OBJECTS,
+        metavar="N",
+        shown="0 (no such phase)",
+        low=0,
+        high=1000,
+    )
     s3maxconns: int | None = option(
         None,
         "--s3maxconns",
@@ -657,6 +679,8 @@ class BenchConfig:
             ("--s3region", self.s3region is not None),
             ("--s3virtaddr", self.s3virtaddr),
             ("--s3objprefix", bool(self.s3objprefix)),
+            ("--s3listobj", bool(self.s3listobj)),
+            ("--s3multidel", bool(self.s3multidel)),
             ("--s3maxconns", self.s3maxconns is not None),
         ]
         return [name for name, on in given if on]
@@ -744,7 +768,8 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
 
     With ``path_type`` (what the engine found at PATH, :mod:`aiobench.targets`), also
     the checks of options against it (dir mode refuses --rand, ...)."""
-    if not (cfg.write or cfg.read or cfg.mkdirs or cfg.stat or cfg.delfiles or cfg.deldirs):
+    phases = (cfg.write, cfg.read, cfg.mkdirs, cfg.stat, cfg.delfiles, cfg.deldirs)
+    if not any(phases) and not (cfg.s3listobj or cfg.s3multidel):
         raise ConfigError(
             "nothing to do: give -w/--write and/or -r/--read "
             "(in dir mode also -d/--mkdirs, --stat, -F/--delfiles, -D/--deldirs)"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, PhaseKind
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +287,7 @@ class EntryStream:
         if count <= 0:
             return None
         start, self.issued = self.issued, self.issued + count
-        if self.kind not in (MKDIRS, RMDIRS):
+        if self.kind in (WRITE, STAT, READ, RMFILES):  # the thread's files
             return self.layout.file_run(self.rank, start, self.issued, self.size)
         pairs = [self.layout.entry(self.kind, self.rank, k) for k in range(start, self.issued)]
         indices = [index for index, _ in pairs]

@@ -19,12 +19,15 @@ class PhaseKind(StrEnum):
     READ = "read"
     RMFILES = "rmfiles"
     RMDIRS = "rmdirs"
+    LISTOBJ = "listobj"  # object storage: list the buckets' objects (--s3listobj)
+    MULTIDEL = "multidel"  # object storage: delete them in batches (--s3multidel)
     SYNC = "sync"
     DROPCACHE = "dropcache"
 
 
 MKDIRS, WRITE, STAT, READ = PhaseKind.MKDIRS, PhaseKind.WRITE, PhaseKind.STAT, PhaseKind.READ
 RMFILES, RMDIRS = PhaseKind.RMFILES, PhaseKind.RMDIRS
+LISTOBJ, MULTIDEL = PhaseKind.LISTOBJ, PhaseKind.MULTIDEL
 SYNC, DROPCACHE = PhaseKind.SYNC, PhaseKind.DROPCACHE
 
 PHASE_NAMES: dict[PhaseKind, str] = {
@@ -34,6 +37,8 @@ PHASE_NAMES: dict[PhaseKind, str] = {
     READ: "READ",
     RMFILES: "RMFILES",
     RMDIRS: "RMDIRS",
+    LISTOBJ: "LISTOBJ",
+    MULTIDEL: "MULTIDEL",
     SYNC: "SYNC",
     DROPCACHE: "DROPCACHE",
 }

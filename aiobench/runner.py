@@ -22,7 +22,9 @@ from aiobench.events import Observer
 from aiobench.housekeeping import run_housekeeping
 from aiobench.kinds import (
     DROPCACHE,
+    LISTOBJ,
     MKDIRS,
+    MULTIDEL,
     READ,
     RMDIRS,
     RMFILES,
@@ -50,7 +52,9 @@ def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[PhaseKind]:
         (MKDIRS, cfg.mkdirs and dirs),
         (WRITE, cfg.write),
         (STAT, cfg.stat),
+        (LISTOBJ, cfg.s3listobj > 0),
         (READ, cfg.read),
+        (MULTIDEL, cfg.s3multidel > 0),
         (RMFILES, cfg.delfiles),
         (RMDIRS, cfg.deldirs and dirs),
     )

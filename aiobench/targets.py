@@ -208,7 +208,13 @@ def _resolve_objects(cfg: BenchConfig) -> Resolved:
     if size == 0 and (cfg.write or cfg.read):
         raise ConfigError("-s/--size: needed (and > 0): the size of each object")
     layout = target.object_layout(
-        len(cfg.paths), cfg.threads, cfg.num_dirs, cfg.num_files, size, min(block, size or block)
+        len(cfg.paths),
+        cfg.threads,
+        cfg.num_dirs,
+        cfg.num_files,
+        size,
+        min(block, size or block),
+        list_max=cfg.s3listobj,
     )
     return Resolved(PathType.S3, layout, ())
 

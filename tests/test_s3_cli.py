@@ -413,3 +413,47 @@ def test_a_failing_server_ends_the_run_with_one_error_and_what_was_measured(
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["phases"][-1]["phase"] == failed and doc["phases"][-1]["status"] == "error"
     assert f"\n{failed:<11} Elapsed time" in proc.stdout or proc.stdout.startswith(failed)
+
+
+def test_listobj_and_multidel_phases(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+    validator: Draft202012Validator,
+) -> None:
+    buckets = [fresh_bucket() for _ in range(3)]
+    paths = [f"s3://{b}" for b in buckets]
+    # 2 threads x 2 prefixes x 30 objects; prefix d of thread r in bucket (r + d) % 3:
+    # 30, 60 and 30 objects. Thread 0 lists buckets 0 and 2, thread 1 bucket 1.
+    layout = ["-t", "2", "--iodepth", "4", "-n", "2", "-N", "30", "-s", "4k", "-b", "4k",
+              *s3_args(s3_server)]  # fmt: skip
+    assert run_cli("-d", "-w", *layout, *paths).returncode == 0
+    out = tmp_path / "list.json"
+    proc = run_cli("--s3listobj", "50", *layout, "--json", str(out), *paths)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert errors_of(validator, doc) == []
+    listed = phases(doc)["LISTOBJ"]
+    assert listed["last_done"]["entries"] == 30 + 50 + 30  # at most 50 of each bucket
+    assert [t["entries"] for t in listed["per_target"]["targets"]] == [30, 50, 30]
+    assert [len(listing(s3_server, b) or {}) for b in buckets] == [30, 60, 30]  # untouched
+    # More than a bucket holds of the layout: an error naming the bucket, exit 1.
+    fewer = run_cli("--s3listobj", "50", *layout[:6], "-N", "40", *layout[8:], *paths)
+    assert fewer.returncode == 1
+    errors = [line for line in fewer.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1, fewer.stderr
+    # Buckets 0 and 2 (thread 0's) hold 30 of the 40: whichever slot finds it first says so.
+    assert any(
+        errors[0].startswith(f"Error: s3://{buckets[i]}: ENOENT (the listing ended early")
+        for i in (0, 2)
+    ), errors
+    # MULTIDEL deletes every object in batches of 7; -D removes the empty buckets.
+    out = tmp_path / "del.json"
+    proc = run_cli("--s3multidel", "7", "-D", *layout, "--json", str(out), *paths)
+    assert proc.returncode == 0, proc.stderr
+    got = phases(json.loads(out.read_text(encoding="utf-8")))
+    assert list(got) == ["MULTIDEL", "RMBUCKETS"]
+    deleted = got["MULTIDEL"]["last_done"]
+    assert deleted["entries"] == 120
+    assert deleted["ops"] >= 2 * (5 + 9 + 5)  # a listing and a DeleteObjects per batch
+    assert all(listing(s3_server, b) is None for b in buckets)

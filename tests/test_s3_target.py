@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aiobench.errors import ConfigError
+from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL
 from aiobench.s3.target import (
     DEFAULT_REGION,
     BucketPath,
@@ -208,3 +209,16 @@ def test_object_keys_per_path() -> None:
         (0, "run1/p-r0/d0/r0-f0"),
         (1, "p-r0/d1/r0-f0"),
     ]
+
+
+def test_whole_bucket_phases_share_the_buckets_out_by_thread() -> None:
+    # 2 threads x 2 prefixes x 30 objects over 3 buckets: 30, 60 and 30 objects.
+    layout = object_layout(buckets=3, threads=2, dirs=2, files=30, size=1, block=1, list_max=50)
+    assert [layout.entries(MKDIRS, r) for r in (0, 1)] == [2, 1]  # buckets 0 and 2; 1
+    assert [layout.entries(LISTOBJ, r) for r in (0, 1)] == [30 + 30, 50]
+    assert [layout.entries(MULTIDEL, r) for r in (0, 1)] == [60, 60]
+    assert [layout.entry(LISTOBJ, 0, k) for k in (0, 29, 30, 59)] == [
+        (0, ""), (0, ""), (2, ""), (2, ""),
+    ]  # fmt: skip
+    with pytest.raises(IndexError):
+        layout.entry(LISTOBJ, 0, 60)

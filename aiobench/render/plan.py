@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from aiobench.config import BenchConfig
 from aiobench.dirmode import DirLayout
-from aiobench.kinds import MKDIRS, RMDIRS, RMFILES, STAT, WRITE, PhaseKind, phase_name
+from aiobench.kinds import (
+    LISTOBJ,
+    MKDIRS,
+    MULTIDEL,
+    RMDIRS,
+    RMFILES,
+    STAT,
+    WRITE,
+    PhaseKind,
+    phase_name,
+)
 from aiobench.targets import Layout, Resolved
 from aiobench.text import printable
 from aiobench.units import format_bytes
@@ -61,6 +71,10 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
                 dirs = len(cfg.paths)
             if kind in (MKDIRS, RMDIRS):
                 text = f"{dirs} {dir_word}"
+            elif kind == LISTOBJ:
+                text = f"up to {cfg.s3listobj} objects of each bucket listed"
+            elif kind == MULTIDEL:
+                text = f"{files} objects, in DeleteObjects batches of {cfg.s3multidel}"
             elif kind in (STAT, RMFILES):
                 text = f"{files} {file_word}"
             else:

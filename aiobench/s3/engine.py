@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import math
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,7 +28,18 @@ import numpy as np
 from aiobench.dirmode import EntryRun
 from aiobench.engine import IoOptions, Job, RawBatch, _Lists
 from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PathType, PhaseKind
+from aiobench.kinds import (
+    LISTOBJ,
+    MKDIRS,
+    MULTIDEL,
+    READ,
+    RMDIRS,
+    RMFILES,
+    STAT,
+    WRITE,
+    PathType,
+    PhaseKind,
+)
 from aiobench.s3.client import S3Client
 from aiobench.s3.target import (
     BucketPath,
@@ -64,6 +76,7 @@ class S3Targets(Targets):
         virtual_host: bool,
         objprefix: str,
         max_connections: int,
+        multidel: int = 0,
     ) -> None:
         super().__init__(paths)
         self.buckets = buckets
@@ -73,7 +86,16 @@ class S3Targets(Targets):
         self._region = region
         self._virtual_host = virtual_host
         self._max_connections = max_connections
+        self.multidel = multidel  # --s3multidel: keys per DeleteObjects request
         self._clients: dict[Endpoint, S3Client] = {}
+        # LISTOBJ and MULTIDEL: one listing of a bucket at a time (a thread's slots share
+        # its buckets), and where LISTOBJ's listing of each got to.
+        self._locks: dict[int, asyncio.Lock] = {}
+        self.tokens: dict[int, str | None] = {}
+
+    def lock(self, bucket: int) -> asyncio.Lock:
+        """The lock of PATH ``bucket``'s listing (made on the event loop)."""
+        return self._locks.setdefault(bucket, asyncio.Lock())
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -152,6 +174,7 @@ class S3Engine:
             virtual_host=cfg.s3virtaddr,
             objprefix=cfg.s3objprefix,
             max_connections=min(slots, cfg.s3maxconns or slots),
+            multidel=cfg.s3multidel,
         )
 
     def prepare_files(
@@ -197,6 +220,9 @@ class S3Engine:
         stopped = released.stop.is_set if released.stop is not None else (lambda: False)
         record, index = requests.record, run.path_index
         try:
+            if released.kind in (LISTOBJ, MULTIDEL):
+                await requests.whole_buckets(targets, stopped)
+                return requests.batch()
             for k in range(len(run)):
                 due = requests.due(k, 0)
                 if due > released.until_ns:  # --limit...: not before this run's end
@@ -219,6 +245,20 @@ class S3Engine:
         except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
             record.error = exc
         return requests.batch()
+
+
+# The most keys one ListObjectsV2 page holds.
+MAX_LIST_KEYS = 1000
+
+
+def _too_few(path: BucketPath, what: str) -> BenchIOError:
+    return BenchIOError(
+        path=str(path),
+        offset=None,
+        errno=errno.ENOENT,
+        detail=f"{what}: the bucket holds fewer of the objects than -t, -n and -N make "
+        "(they must match the run that wrote them)",
+    )
 
 
 async def _sleep_until(instant_ns: int) -> None:
@@ -254,6 +294,71 @@ class _Requests:
             done = batch.io_ends.size
             batch.first_bytes = np.array(self.first_bytes[:done], dtype=np.int64)
         return batch
+
+    async def whole_buckets(self, targets: S3Targets, stopped: Callable[[], bool]) -> None:
+        """LISTOBJ and MULTIDEL: the run's entries (objects, by bucket), a page or a batch
+        at a time, each entry ending with the requests that listed or deleted it; a run
+        ends between them at its budget's end or a stop."""
+        run, index = self.run, self.run.path_index
+        k = 0
+        while k < len(run):
+            if isinstance(index, int):
+                bucket, left = index, len(run) - k
+            else:  # the entries of one bucket are consecutive
+                bucket, left = index[k], 1
+                while k + left < len(run) and index[k + left] == bucket:
+                    left += 1
+            while left:
+                if self.job.kind == LISTOBJ:
+                    done = await self._list_page(targets, bucket, left)
+                else:
+                    done = await self._delete_batch(targets, bucket, left)
+                k, left = k + done, left - done
+                if perf_counter_ns() > self.job.until_ns or stopped():
+                    return
+
+    async def _list_page(self, targets: S3Targets, index: int, want: int) -> int:
+        """Up to ``want`` more keys of PATH ``index``'s listing (a page of at most 1000)."""
+        path = targets.buckets[index]
+        async with targets.lock(index):
+            want = min(want, MAX_LIST_KEYS)
+            start = perf_counter_ns()
+            page = await self._timed(
+                self.client.list_objects(
+                    path.bucket,
+                    path.list_prefix(targets.objprefix),
+                    max_keys=want,
+                    token=targets.tokens.get(index),
+                )
+            )
+            got = min(len(page.keys), want)
+            if got < want and page.next_token is None:
+                raise _too_few(path, "the listing ended early")
+            targets.tokens[index] = page.next_token
+            self._entries(got, start)
+        return got
+
+    async def _delete_batch(self, targets: S3Targets, index: int, want: int) -> int:
+        """List up to ``want`` (at most --s3multidel) of PATH ``index``'s objects, and
+        delete them in one DeleteObjects request."""
+        path = targets.buckets[index]
+        async with targets.lock(index):
+            want = min(want, targets.multidel)
+            start = perf_counter_ns()
+            prefix = path.list_prefix(targets.objprefix)
+            page = await self._timed(self.client.list_objects(path.bucket, prefix, want))
+            keys = page.keys[:want]
+            if len(keys) < want:
+                raise _too_few(path, f"{len(keys)} objects left of the {want} to delete")
+            await self._timed(self.client.delete_objects(path.bucket, keys))
+            self._entries(want, start)
+        return want
+
+    def _entries(self, count: int, start: int) -> None:
+        """``count`` entries done together, from ``start`` to now."""
+        end = perf_counter_ns()
+        self.record.starts.extend([start] * count)
+        self.record.ends.extend([end] * count)
 
     async def bucket(self, bucket: str) -> None:
         if self.job.kind == MKDIRS:

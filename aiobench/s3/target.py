@@ -16,6 +16,7 @@ environment variable it came from). Credentials never appear in a message or a r
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from urllib.parse import urlsplit
 
 from aiobench.dirmode import DirLayout
 from aiobench.errors import ConfigError
-from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
+from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL, RMDIRS, WRITE, PhaseKind
 
 SCHEME = "s3://"
 DEFAULT_REGION = "us-east-1"  # what AWS SDKs and most S3 servers assume without one
@@ -260,30 +261,61 @@ def bucket_address(endpoint: Endpoint, bucket: str, virtual_host: bool) -> Bucke
 
 @dataclass(frozen=True, slots=True)
 class BucketLayout(DirLayout):
-    """Dir mode's layout with the buckets as its paths; its dirs phases (MKBUCKETS,
-    RMBUCKETS) make and remove the buckets themselves: thread rank r those at PATH index
-    r, r + threads, ... (elbencho: more threads help only with more buckets)."""
+    """Dir mode's layout with the buckets as its paths. Its phases of whole buckets are
+    shared out by bucket: thread rank r takes those at PATH index r, r + threads, ...
+    (elbencho: more threads help only with more buckets). MKBUCKETS and RMBUCKETS make and
+    remove them; LISTOBJ lists up to ``list_max`` objects of each, and MULTIDEL deletes
+    all of the layout's objects in each: an entry of these is one object listed or
+    deleted, by bucket."""
+
+    list_max: int = 0  # --s3listobj N
 
     @property
     def dir_phases(self) -> bool:
         return True  # the buckets
 
-    def entries(self, kind: PhaseKind, rank: int) -> int:
+    def buckets(self, rank: int) -> range:
+        """The PATH indices of thread rank ``rank``'s buckets."""
+        return range(rank, self.num_paths, self.threads)
+
+    def per_bucket(self, kind: PhaseKind, bucket: int) -> int:
+        """Entries of ``bucket`` in a phase of whole buckets."""
         if kind in (MKDIRS, RMDIRS):
-            return len(range(rank, self.num_paths, self.threads))
+            return 1
+        objects = _objects_per_bucket(self)[bucket]
+        return min(objects, self.list_max) if kind == LISTOBJ else objects
+
+    def entries(self, kind: PhaseKind, rank: int) -> int:
+        if kind in BUCKET_KINDS:
+            return sum(self.per_bucket(kind, b) for b in self.buckets(rank))
         return DirLayout.entries(self, kind, rank)
 
     def entry(self, kind: PhaseKind, rank: int, k: int) -> tuple[int, str]:
-        if kind in (MKDIRS, RMDIRS):
-            return rank + k * self.threads, ""
-        return DirLayout.entry(self, kind, rank, k)
+        if kind not in BUCKET_KINDS:
+            return DirLayout.entry(self, kind, rank, k)
+        for bucket in self.buckets(rank):
+            count = self.per_bucket(kind, bucket)
+            if k < count:
+                return bucket, ""
+            k -= count
+        raise IndexError(k)
+
+
+# The phases that work on whole buckets (see BucketLayout).
+BUCKET_KINDS = (MKDIRS, LISTOBJ, MULTIDEL, RMDIRS)
+
+
+@functools.lru_cache(maxsize=4)
+def _objects_per_bucket(layout: BucketLayout) -> tuple[int, ...]:
+    """How many of the layout's objects each bucket holds (asked for every entry)."""
+    return tuple(layout.files_per_path())
 
 
 def object_layout(
-    buckets: int, threads: int, dirs: int, files: int, size: int, block: int
+    buckets: int, threads: int, dirs: int, files: int, size: int, block: int, list_max: int = 0
 ) -> BucketLayout:
     """The layout of an S3 run: ``-n`` prefixes per thread, ``-N`` objects each, the
-    buckets as its paths."""
+    buckets as its paths; ``list_max``: --s3listobj."""
     return BucketLayout(
         num_paths=buckets,
         threads=threads,
@@ -292,6 +324,7 @@ def object_layout(
         file_size=size,
         block_size=block,
         sharing=False,
+        list_max=list_max,
     )
 
 

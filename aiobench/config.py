@@ -952,9 +952,11 @@ def _check_objects(cfg: BenchConfig) -> None:
     for name, given in files_only:
         if given:
             raise ConfigError(f"{name}: only applies to files, not object storage (s3://)")
+    if cfg.rand and cfg.write:
+        raise ConfigError(
+            "--rand: object storage reads random blocks (-r --rand); it writes whole objects"
+        )
     not_yet = (
-        ("--rand", cfg.rand),
-        ("--randamount", cfg.randamount_bytes is not None),
         ("--norandalign", cfg.norandalign),
         ("--infloop", cfg.infloop),
         ("--verifydirect", cfg.verifydirect),

@@ -41,6 +41,8 @@ class EntryRun:
     dirs: tuple[tuple[int, str], ...] = ()
     rank: int = 0  # the thread rank whose entries these are
     first: int = 0  # the number of the first entry in its thread's phase (0, 1, ...)
+    # Object storage's --rand reads: each entry is one block of its object, at this offset.
+    offsets: list[int] | None = None
 
     def __post_init__(self) -> None:
         if self.dirs or not self.leaves:
@@ -95,11 +97,16 @@ class EntryRun:
         index = self.path_index
         rest = index if isinstance(index, int) else index[done:]
         first = self.first + done
+        offsets = None if self.offsets is None else self.offsets[done:]
         if done >= len(self.leaves):
-            return EntryRun(rest, [], self.size, self.block, rank=self.rank, first=first)
+            return EntryRun(
+                rest, [], self.size, self.block, rank=self.rank, first=first, offsets=offsets
+            )
         at = self._stretch_of(done)
         dirs = ((0, self.dirs[at][1]), *((k - done, p) for k, p in self.dirs[at + 1 :]))
-        return EntryRun(rest, self.leaves[done:], self.size, self.block, dirs, self.rank, first)
+        return EntryRun(
+            rest, self.leaves[done:], self.size, self.block, dirs, self.rank, first, offsets
+        )
 
     @property
     def blocks_per_entry(self) -> int:

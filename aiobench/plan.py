@@ -14,6 +14,7 @@ from aiobench.dirmode import DirLayout, EntryStream
 from aiobench.engine import SlotBuffer
 from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.memory import slots_with_work
+from aiobench.s3.target import RandomBlocks
 from aiobench.targets import Layout, Slice
 from aiobench.worker import Slot, Stream
 from aiobench.workload import OpStream, RwMix, ops_per_thread
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
 
 def streams_for(ctx: RunContext, kind: PhaseKind, phase_index: int) -> list[Stream]:
     cfg, layout = ctx.cfg, ctx.layout
+    if isinstance(layout, DirLayout) and cfg.rand and kind == READ:  # object storage
+        return [
+            RandomBlocks(layout, rank, count, _rng(cfg, phase_index, rank))
+            for rank, count in zip(ctx.ids, random_reads(cfg, layout, ctx.slices), strict=False)
+        ]
     if isinstance(layout, DirLayout):
         return [EntryStream(layout, kind, rank) for rank in ctx.ids]
     stride = ctx.slices if cfg.strided else 1
@@ -44,7 +50,7 @@ def streams_for(ctx: RunContext, kind: PhaseKind, phase_index: int) -> list[Stre
             rand=cfg.rand,
             aligned=not cfg.norandalign,
             permute=kind == WRITE,
-            rng=np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, rank])),
+            rng=_rng(cfg, phase_index, rank),
             backward=cfg.backward,
             stride=stride,
             loop=cfg.infloop,
@@ -52,6 +58,22 @@ def streams_for(ctx: RunContext, kind: PhaseKind, phase_index: int) -> list[Stre
         )
         for rank, part, count in zip(ctx.ids, parts, counts, strict=True)
     ]
+
+
+def _rng(cfg: BenchConfig, phase_index: int, rank: int) -> np.random.Generator:
+    """Thread rank ``rank``'s random stream of offsets in this phase."""
+    return np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, rank]))
+
+
+def random_reads(cfg: BenchConfig, layout: DirLayout, slices: int) -> list[int]:
+    """Object storage's --rand: each thread's ranged GETs of one block, --randamount over
+    all thread ranks, else as many as its objects have blocks."""
+    per_object = max(layout.file_size // layout.block_size, 1)
+    if cfg.randamount_bytes is None:
+        count = layout.files_per_rank() * per_object
+    else:
+        count = cfg.randamount_bytes // slices // layout.block_size
+    return [count] * slices
 
 
 def rwmix_pct(cfg: BenchConfig, kind: PhaseKind) -> int | None:

@@ -186,11 +186,7 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None)
             f"-t/--threads: {cfg.threads} threads but only {layout.total_blocks} blocks of "
             f"{block} bytes; use fewer threads, a smaller -b or a larger -s"
         )
-    if cfg.randamount_bytes is not None and cfg.randamount_bytes // cfg.threads < block:
-        raise ConfigError(
-            f"--randamount: {cfg.randamount_bytes} bytes give each of the {cfg.threads} threads "
-            f"less than one block of {block} bytes"
-        )
+    _check_randamount(cfg, block)
     resolved = Resolved(path_type, layout, tuple(notes))
     _check_space(cfg, resolved)
     return resolved
@@ -204,19 +200,29 @@ def _resolve_objects(cfg: BenchConfig) -> Resolved:
     target.parse_endpoints(cfg.s3endpoints, os.environ)
     target.parse_credentials(cfg.s3key, cfg.s3secret, os.environ)
     target.parse_region(cfg.s3region)
-    size, block = cfg.size_bytes, cfg.block_size
+    size = cfg.size_bytes
     if size == 0 and (cfg.write or cfg.read):
         raise ConfigError("-s/--size: needed (and > 0): the size of each object")
+    block = min(cfg.block_size, size or cfg.block_size)
+    _check_randamount(cfg, block)
     layout = target.object_layout(
         len(cfg.paths),
         cfg.threads,
         cfg.num_dirs,
         cfg.num_files,
         size,
-        min(block, size or block),
+        block,
         list_max=cfg.s3listobj,
     )
     return Resolved(PathType.S3, layout, ())
+
+
+def _check_randamount(cfg: BenchConfig, block: int) -> None:
+    if cfg.randamount_bytes is not None and cfg.randamount_bytes // cfg.threads < block:
+        raise ConfigError(
+            f"--randamount: {cfg.randamount_bytes} bytes give each of the {cfg.threads} threads "
+            f"less than one block of {block} bytes"
+        )
 
 
 def _check_space(cfg: BenchConfig, resolved: Resolved) -> None:

@@ -12,7 +12,7 @@ from aiobench.engine import Job, NullEngine, RawBatch
 from aiobench.kinds import READ
 from aiobench.phases import run_phase
 from aiobench.targets import Layout, Slice
-from aiobench.workload import OpStream
+from aiobench.workload import OpRun, OpStream
 from tests.conftest import RunCli, make_cfg
 from tests.helpers import context, stream
 
@@ -69,7 +69,8 @@ class OrderEngine(NullEngine):
     def run(self, job: Job) -> RawBatch:
         batch = super().run(job)
         index = job.ops.path_index
-        offsets = job.ops.offsets  # type: ignore[union-attr]
+        assert isinstance(job.ops, OpRun)
+        offsets = job.ops.offsets
         with self.lock:
             for n in range(len(batch.ends)):
                 self.done.append((index if isinstance(index, int) else index[n], offsets[n]))

@@ -179,6 +179,35 @@ def test_verify_checks_every_get_body(
     assert listing(s3_server, bucket) is None
 
 
+def test_rand_reads_random_blocks_of_random_objects(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    bucket = fresh_bucket()
+    layout = ["-t", "2", "-N", "10", "-s", "64k", *s3_args(s3_server), f"s3://{bucket}"]
+    assert run_cli("-d", "-w", "--verify", "3", "-b", "64k", *layout).returncode == 0
+    out = tmp_path / "rand.json"
+    # Without --randamount as many GETs as the objects have blocks: 2 x 10 x 16.
+    proc = run_cli("-r", "--rand", "--verify", "3", "-b", "4k", *layout, "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    read = phases(json.loads(out.read_text(encoding="utf-8")))["READ"]
+    assert (read["last_done"]["ops"], read["last_done"]["bytes"]) == (320, 320 * 4096)
+    assert read["latency"]["ttfb"]["count"] == 320
+    proc = run_cli("-r", "--rand", "--randamount", "200k", "-b", "4k", *layout, "--json",
+                   str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert phases(json.loads(out.read_text(encoding="utf-8")))["READ"]["last_done"]["ops"] == 50
+    # Another salt: the first random block checked is wrong, named with its offset.
+    bad = run_cli("-r", "--rand", "--verify", "4", "-b", "4k", *layout)
+    assert bad.returncode == 1
+    assert "data mismatch (--verify)" in bad.stderr and f"s3://{bucket}/r" in bad.stderr
+    refused = run_cli("-w", "--rand", "-b", "4k", *layout)
+    assert refused.returncode == 2 and refused.stderr.startswith("Error: --rand: object storage")
+    assert run_cli("-F", "-D", *layout).returncode == 0
+    assert listing(s3_server, bucket) is None
+
+
 def test_rate_limits_pace_each_threads_requests(
     run_cli: RunCli,
     s3_server: S3Server,  # noqa: F811
@@ -253,8 +282,8 @@ def test_a_dead_endpoint_fails_fast_with_a_clean_error(
         (["--s3endpoints", "http://h", "--s3key", "k"], "Error: --s3secret: no S3 secret"),
         (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "--direct"],
          "Error: --direct: only applies to files"),
-        (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "-r", "--rand"],
-         "Error: --rand: not supported for object storage (s3://) yet"),
+        (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "--infloop"],
+         "Error: --infloop: not supported for object storage (s3://) yet"),
         (["--ioengine", "native", "--s3endpoints", "http://h"],
          "Error: --ioengine native: does not do object storage"),
     ],

@@ -378,6 +378,8 @@ class _Requests:
             await self._timed(client.put_object(bucket, key, body))
         elif kind == WRITE:
             await self._multipart(k, bucket, key)
+        elif kind == READ and self.run.offsets is not None:  # --rand: one block of it
+            await self._get(bucket, key, self.run.offsets[k], block)
         elif kind == READ:
             for j, offset in enumerate(range(0, size, block)):
                 if j:

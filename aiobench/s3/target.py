@@ -23,9 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from aiobench.dirmode import DirLayout
+import numpy as np
+
+from aiobench.dirmode import DirLayout, EntryRun, EntryStream
 from aiobench.errors import ConfigError
-from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL, RMDIRS, WRITE, PhaseKind
+from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL, READ, RMDIRS, WRITE, PhaseKind
 
 SCHEME = "s3://"
 DEFAULT_REGION = "us-east-1"  # what AWS SDKs and most S3 servers assume without one
@@ -303,6 +305,38 @@ class BucketLayout(DirLayout):
 
 # The phases that work on whole buckets (see BucketLayout).
 BUCKET_KINDS = (MKDIRS, LISTOBJ, MULTIDEL, RMDIRS)
+
+
+class RandomBlocks(EntryStream):
+    """``--rand`` reads of object storage: ``count`` ranged GETs of one block each, every
+    one of a random object of the thread's and at a random block of it (whole blocks
+    only). Each GET is an entry of ``block`` bytes (:attr:`EntryRun.offsets`)."""
+
+    def __init__(self, layout: DirLayout, rank: int, count: int, rng: np.random.Generator) -> None:
+        super().__init__(layout, READ, rank)
+        self.total_ops = count
+        self.size = layout.block_size
+        self.rng = rng
+        self.blocks = max(layout.file_size // layout.block_size, 1)
+
+    def take(self, count: int) -> EntryRun | None:
+        count = min(count, self.remaining)
+        if count <= 0:
+            return None
+        first, self.issued = self.issued, self.issued + count
+        objects = self.rng.integers(0, self.layout.files_per_rank(), count)
+        blocks = self.rng.integers(0, self.blocks, count) * self.layout.block_size
+        pairs = [self.layout.entry(READ, self.rank, int(j)) for j in objects]
+        indices = [index for index, _ in pairs]
+        return EntryRun(
+            indices[0] if len(set(indices)) == 1 else indices,
+            [name for _, name in pairs],
+            self.size,
+            self.layout.block_size,
+            rank=self.rank,
+            first=first,
+            offsets=[int(o) for o in blocks],
+        )
 
 
 @functools.lru_cache(maxsize=4)

@@ -147,11 +147,14 @@ class IntervalStats(_Rates):
         return self.end_ns - self.start_ns
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Member(_Rates):
-    """A member of a report (a target, an MPI rank, a host): its counts over the elapsed
-    time of its slowest thread."""
+    """A member of a report (a target, an MPI rank, a host, an endpoint): its counts over
+    the elapsed time of its slowest thread."""
 
-    __slots__ = ()
+    ops: int
+    bytes: int
+    entries: int
     elapsed_ns: int
 
     @property
@@ -177,10 +180,6 @@ class TargetTotals(_Member):
 
     index: int  # the target's place among the PATHs
     path: str
-    ops: int
-    bytes: int
-    entries: int
-    elapsed_ns: int
 
     @property
     def number(self) -> int:
@@ -193,10 +192,6 @@ class RankTotals(_Member):
 
     rank: int
     host: str  # the host the rank ran on
-    ops: int
-    bytes: int
-    entries: int
-    elapsed_ns: int
 
     @property
     def number(self) -> int:
@@ -219,10 +214,6 @@ class HostTotals(_Member):
 
     index: int  # hosts are numbered in the order of their lowest rank
     host: str
-    ops: int
-    bytes: int
-    entries: int
-    elapsed_ns: int
 
     @property
     def number(self) -> int:
@@ -240,10 +231,6 @@ class EndpointTotals(_Member):
 
     index: int  # the endpoint's place in --s3endpoints
     endpoint: str
-    ops: int
-    bytes: int
-    entries: int
-    elapsed_ns: int
 
     @property
     def number(self) -> int:

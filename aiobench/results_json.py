@@ -296,6 +296,24 @@ PER_ENDPOINT = Report("endpoints", ENDPOINT, EndpointTotals)
 # -- phases ----------------------------------------------------------------------------
 
 
+def _report(
+    name: str,
+    attr: str,
+    report: Report[Any],
+    when: Callable[[PhaseResult], bool] | None = None,
+) -> Key[PhaseResult]:
+    """A phase's report block over the members in ``attr``; a document without it has
+    none."""
+    return value(
+        name,
+        attr,
+        write=lambda p: report.to_json(getattr(p, attr)),
+        read=report.from_json,
+        missing=None,
+        when=when,
+    )
+
+
 def _under_mpi(phase: PhaseResult) -> bool:
     return bool(phase.ranks)
 
@@ -338,43 +356,16 @@ PHASE: Table[PhaseResult] = (
         write=lambda p: [to_json(THREAD, t) for t in p.threads],
         read=lambda ts: tuple(from_json(ThreadTotals, THREAD, t) for t in ts),
     ),
-    value(
-        "per_target",
-        "targets",
-        write=lambda p: PER_TARGET.to_json(p.targets),
-        read=PER_TARGET.from_json,
-        missing=None,  # version 2
-    ),
+    _report("per_target", "targets", PER_TARGET),  # version 2
     value(
         "intervals",
         write=lambda p: [interval_to_json(iv) for iv in p.intervals],
         read=lambda ivs: tuple(interval_from_json(iv) for iv in ivs),
         missing=[],  # version 2
     ),
-    value(
-        "per_rank",
-        "ranks",
-        write=lambda p: PER_RANK.to_json(p.ranks),
-        read=PER_RANK.from_json,
-        missing=None,
-        when=_under_mpi,
-    ),
-    value(
-        "per_host",
-        "hosts",
-        write=lambda p: PER_HOST.to_json(p.hosts),
-        read=PER_HOST.from_json,
-        missing=None,
-        when=_under_mpi,
-    ),
-    value(
-        "per_endpoint",
-        "endpoints",
-        write=lambda p: PER_ENDPOINT.to_json(p.endpoints),
-        read=PER_ENDPOINT.from_json,
-        missing=None,
-        when=lambda p: bool(p.endpoints),
-    ),
+    _report("per_rank", "ranks", PER_RANK, when=_under_mpi),
+    _report("per_host", "hosts", PER_HOST, when=_under_mpi),
+    _report("per_endpoint", "endpoints", PER_ENDPOINT, when=lambda p: bool(p.endpoints)),
 )
 
 

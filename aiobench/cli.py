@@ -9,7 +9,6 @@ import os
 import shlex
 import sys
 import traceback
-from inspect import Parameter
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -69,12 +68,13 @@ def _typer_parameter(opt: Opt) -> inspect.Parameter:
             show_default=True if opt.shown is None else opt.shown,
         )
     annotation = Annotated[opt.cli_type, info]  # type: ignore[name-defined]
-    return Parameter(opt.name, Parameter.KEYWORD_ONLY, default=opt.given, annotation=annotation)
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Parameter(opt.name, keyword, default=opt.given, annotation=annotation)
 
 
-_VERSION = Parameter(
+_VERSION = inspect.Parameter(
     "version",
-    Parameter.KEYWORD_ONLY,
+    inspect.Parameter.KEYWORD_ONLY,
     default=False,
     annotation=Annotated[
         bool,

@@ -139,11 +139,12 @@ def test_objects_larger_than_a_block_are_multipart_uploads(
     tmp_path: Path,
 ) -> None:
     bucket = fresh_bucket()
-    # SeaweedFS, like AWS, takes parts of at least 5 MiB (but the last).
-    layout = ["-t", "2", "-n", "1", "-N", "1", "-s", "11m", "-b", "5m"]
+    # SeaweedFS, like AWS, takes parts of at least 5 MiB (but the last). With --iodepth 3
+    # each thread has its object's 3 parts (and ranges) in flight at once.
+    layout = ["-t", "2", "--iodepth", "3", "-n", "1", "-N", "1", "-s", "11m", "-b", "5m"]
     out = tmp_path / "mp.json"
-    proc = run_cli("-d", "-w", "-r", *layout, *s3_args(s3_server), "--json", str(out),
-                   f"s3://{bucket}")  # fmt: skip
+    proc = run_cli("-d", "-w", "-r", "--verify", "5", *layout, *s3_args(s3_server), "--json",
+                   str(out), f"s3://{bucket}")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
     for name in ("WRITE", "READ"):

@@ -19,7 +19,7 @@ import contextlib
 import errno
 import math
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, TypeVar
 
@@ -152,6 +152,11 @@ class S3Engine:
 
     name = "s3"
 
+    def __init__(self) -> None:
+        # Objects larger than -b (but not --rand's single blocks): a thread keeps up to
+        # --iodepth of one object's parts or ranges in flight (see slot_depth).
+        self._in_parts = False
+
     def probe(self, path: str, opening: bool = True) -> Probe:
         """An ``s3://bucket[/prefix]`` PATH; nothing is asked of the server before the run."""
         parse_path(path)
@@ -162,6 +167,7 @@ class S3Engine:
     ) -> S3Targets:
         if path_type != PathType.S3:
             raise ConfigError(f"{cfg.paths[0]}: the S3 engine takes only s3:// PATHs")
+        self._in_parts = cfg.size_bytes > cfg.block_size and not cfg.rand
         endpoints = parse_endpoints(cfg.s3endpoints, os.environ)
         # Each endpoint serves every len(endpoints)-th thread rank, each with its slots.
         slots = math.ceil(cfg.threads / len(endpoints)) * cfg.iodepth
@@ -204,7 +210,9 @@ class S3Engine:
     def slot_depth(
         self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
     ) -> int:
-        return 1  # one request in flight per slot; --iodepth gives a thread its slots
+        """Objects larger than a block: one slot per thread, with up to ``iodepth`` of an
+        object's parts or ranges in flight; else ``iodepth`` slots with one request each."""
+        return iodepth if kind in (WRITE, READ) and self._in_parts else 1
 
     def run(self, job: Job) -> RawBatch:
         raise TypeError("the S3 engine runs on the event loop (run_async)")
@@ -287,6 +295,13 @@ class _Requests:
             return 0
         seq = (self.run.first + k) * self._per_entry + j
         return self.job.schedule_start_ns + int(seq * self._ns_per_request)
+
+    def _record(self, start: int, end: int, first_byte: int = 0) -> None:
+        """A request that moved data, timed (with its time to first byte: a GET)."""
+        self.record.io_starts.append(start)
+        self.record.io_ends.append(end)
+        if first_byte:
+            self.first_bytes.append(first_byte)
 
     def batch(self) -> RawBatch:
         batch = self.record.batch()
@@ -379,28 +394,56 @@ class _Requests:
         elif kind == WRITE:
             await self._multipart(k, bucket, key)
         elif kind == READ and self.run.offsets is not None:  # --rand: one block of it
-            await self._get(bucket, key, self.run.offsets[k], block)
+            await self._get(bucket, key, self.run.offsets[k], block, 0)
         elif kind == READ:
-            for j, offset in enumerate(range(0, size, block)):
-                if j:
-                    await _sleep_until(self.due(k, j))
-                await self._get(bucket, key, offset, min(block, size - offset))
+            areas = list(range(self.job.depth))  # the slot's read areas not in use
+
+            async def get(j: int, offset: int) -> None:
+                await _sleep_until(self.due(k, j))
+                area = areas.pop()
+                try:
+                    await self._get(bucket, key, offset, min(block, size - offset), area)
+                finally:
+                    areas.append(area)
+
+            ranges = enumerate(range(0, size, block))
+            await self._in_flight(get(j, offset) for j, offset in ranges)
         else:  # pragma: no cover - a programming error
             raise ValueError(kind)
 
+    async def _in_flight(self, requests: Iterable[Awaitable[T]]) -> list[T]:
+        """``requests`` in order, up to the job's depth of them at a time; the first to
+        fail is raised once the others are cancelled."""
+        gate = asyncio.Semaphore(self.job.depth)
+
+        async def limited(request: Awaitable[T]) -> T:
+            async with gate:
+                return await request
+
+        tasks = [asyncio.ensure_future(limited(r)) for r in requests]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
     async def _timed(self, request: Awaitable[T]) -> T:
-        self.record.io_starts.append(perf_counter_ns())
+        start = perf_counter_ns()
         result = await request
-        self.record.io_ends.append(perf_counter_ns())
+        self._record(start, perf_counter_ns())
         return result
 
-    async def _get(self, bucket: str, key: str, offset: int, length: int) -> None:
+    async def _get(self, bucket: str, key: str, offset: int, length: int, area: int) -> None:
+        """A ranged GET into read area ``area`` of the slot's buffer, checked."""
         buf = self.job.buf
         assert buf is not None
-        view = buf.read_view[0][:length]
-        got, ttfb = await self._timed(self.client.get_range(bucket, key, offset, view))
+        view = memoryview(buf.read_mem)[area * buf.read_area :][:length]
+        start = perf_counter_ns()
+        got, ttfb = await self.client.get_range(bucket, key, offset, view)
+        end = perf_counter_ns()
         if got != length:
-            self.record.io_ends.pop()
             raise S3Error(
                 endpoint=self.client.endpoint.url,
                 bucket=bucket,
@@ -412,29 +455,29 @@ class _Requests:
         salt = self.job.options.verify
         mismatch = None if salt is None else check(view, offset, salt)
         if mismatch is not None:
-            self.record.io_ends.pop()
             raise VerifyError(
                 path=f"s3://{bucket}/{key}",
                 offset=mismatch.offset,
                 expected=mismatch.expected,
                 found=mismatch.found,
             )
-        self.first_bytes.append(ttfb)
+        self._record(start, end, max(ttfb, 1))
 
     async def _multipart(self, k: int, bucket: str, key: str) -> None:
-        """An object larger than ``-b``: uploaded in parts of ``-b`` bytes, one after the
-        other (the last may be shorter); an upload that fails is aborted."""
+        """An object larger than ``-b``: uploaded in parts of ``-b`` bytes (the last may be
+        shorter), up to the job's depth of them in flight; an upload that fails is
+        aborted."""
         client, size, block = self.client, self.run.size, self.run.block
         upload = await client.create_multipart_upload(bucket, key)
-        etags: list[str] = []
+
+        async def part(number: int, offset: int) -> str:
+            await _sleep_until(self.due(k, number - 1))
+            body = _block(self.job, offset, min(block, size - offset))
+            return await self._timed(client.upload_part(bucket, key, upload, number, body))
+
         try:
-            for number, offset in enumerate(range(0, size, block), 1):
-                if number > 1:
-                    await _sleep_until(self.due(k, number - 1))
-                body = _block(self.job, offset, min(block, size - offset))
-                etags.append(
-                    await self._timed(client.upload_part(bucket, key, upload, number, body))
-                )
+            parts = enumerate(range(0, size, block), 1)
+            etags = await self._in_flight(part(number, offset) for number, offset in parts)
             await client.complete_multipart_upload(bucket, key, upload, etags)
         except BaseException:
             with contextlib.suppress(S3Error):  # the first error is the one to report

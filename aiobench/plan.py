@@ -26,10 +26,8 @@ if TYPE_CHECKING:
 def streams_for(ctx: RunContext, kind: PhaseKind, phase_index: int) -> list[Stream]:
     cfg, layout = ctx.cfg, ctx.layout
     if isinstance(layout, DirLayout) and cfg.rand and kind == READ:  # object storage
-        return [
-            RandomBlocks(layout, rank, count, _rng(cfg, phase_index, rank))
-            for rank, count in zip(ctx.ids, random_reads(cfg, layout, ctx.slices), strict=False)
-        ]
+        count = random_reads(cfg, layout, ctx.slices)
+        return [RandomBlocks(layout, rank, count, _rng(cfg, phase_index, rank)) for rank in ctx.ids]
     if isinstance(layout, DirLayout):
         return [EntryStream(layout, kind, rank) for rank in ctx.ids]
     stride = ctx.slices if cfg.strided else 1
@@ -65,15 +63,12 @@ def _rng(cfg: BenchConfig, phase_index: int, rank: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([cfg.seed, phase_index, rank]))
 
 
-def random_reads(cfg: BenchConfig, layout: DirLayout, slices: int) -> list[int]:
+def random_reads(cfg: BenchConfig, layout: DirLayout, slices: int) -> int:
     """Object storage's --rand: each thread's ranged GETs of one block, --randamount over
-    all thread ranks, else as many as its objects have blocks."""
-    per_object = max(layout.file_size // layout.block_size, 1)
+    all ``slices`` thread ranks, else as many as its objects have blocks."""
     if cfg.randamount_bytes is None:
-        count = layout.files_per_rank() * per_object
-    else:
-        count = cfg.randamount_bytes // slices // layout.block_size
-    return [count] * slices
+        return layout.files_per_rank() * max(layout.file_size // layout.block_size, 1)
+    return cfg.randamount_bytes // slices // layout.block_size
 
 
 def rwmix_pct(cfg: BenchConfig, kind: PhaseKind) -> int | None:

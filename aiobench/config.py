@@ -541,7 +541,8 @@ class BenchConfig:
     s3key: str | None = option(
         None,
         "--s3key",
-        help="S3 access key (never shown in results).",
+        help="S3 access key (never shown in results). Temporary credentials: give key, "
+        "secret and AWS_SESSION_TOKEN in the environment.",
         panel=OBJECTS,
         cli_type=str | None,
         metavar="KEY",

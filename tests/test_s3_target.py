@@ -148,6 +148,21 @@ def test_credentials_and_env_fallbacks() -> None:
     assert "VISIBLEKEY" in repr(creds)
 
 
+def test_a_session_token_comes_with_the_environments_credentials_only() -> None:
+    env = {"AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "envsecret",
+           "AWS_SESSION_TOKEN": "env-token-value"}  # fmt: skip
+    assert parse_credentials(None, None, env).session_token == "env-token-value"
+    # Given on the command line, a key or secret is not the environment's: nor its token.
+    assert parse_credentials("K", None, env).session_token == ""
+    assert parse_credentials(None, "S", env).session_token == ""
+    assert parse_credentials("K", "S", {}).session_token == ""
+    assert "env-token-value" not in repr(parse_credentials(None, None, env))
+    with pytest.raises(ConfigError) as info:
+        parse_credentials(None, None, env | {"AWS_SESSION_TOKEN": "bad\ntoken-text"})
+    assert str(info.value).startswith("AWS_SESSION_TOKEN: must be printable ASCII")
+    assert "token-text" not in str(info.value)
+
+
 def test_missing_or_bad_credentials_never_echo_them() -> None:
     with pytest.raises(ConfigError, match=r"^--s3key: no S3 access key given"):
         parse_credentials(None, "s", {})
@@ -169,15 +184,15 @@ def test_region() -> None:
 def test_path_and_virtual_host_addressing() -> None:
     endpoint = parse_endpoint("http://127.0.0.1:8333")
     path_style = bucket_address(endpoint, "bench", virtual_host=False)
-    assert (path_style.origin, path_style.host, path_style.path) == (
-        "http://127.0.0.1:8333",
+    assert (path_style.scheme, path_style.host, path_style.path) == (
+        "http",
         "127.0.0.1:8333",
         "/bench",
     )
     assert path_style.object_path("r0/d0/r0-f0") == "/bench/r0/d0/r0-f0"
     virtual = bucket_address(parse_endpoint("https://s3.example.org"), "bench", virtual_host=True)
-    assert (virtual.origin, virtual.host, virtual.path) == (
-        "https://bench.s3.example.org",
+    assert (virtual.scheme, virtual.host, virtual.path) == (
+        "https",
         "bench.s3.example.org",
         "",
     )

@@ -87,6 +87,24 @@ def test_sign_s3_defaults_to_an_unsigned_payload() -> None:
     assert signed in headers["Authorization"]
 
 
+def test_a_session_token_is_sent_and_signed_with_each_request() -> None:
+    """Temporary credentials: sign_s3 adds the token as x-amz-security-token, among the
+    signed headers, as the suite's post-sts-header-before vector signs it."""
+    token = "FwoGZXIvYXdzEXAMPLE/token+value=="
+    signer = Signer("AKID", "secret", "us-east-1", session_token=token)
+    when = "20240101T000000Z"
+    headers = signer.sign_s3("GET", "/b/k", "", "h:1", {"Range": "bytes=0-9"}, when)
+    assert headers["x-amz-security-token"] == token
+    signed = "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date;x-amz-security-token,"
+    assert signed in headers["Authorization"]
+    unsigned = [(k, v) for k, v in headers.items() if k != "Authorization"]
+    expected = signer.authorization("GET", "/b/k", "", unsigned, UNSIGNED_PAYLOAD, when)
+    assert headers["Authorization"] == expected
+    plain = Signer("AKID", "secret", "us-east-1").sign_s3("GET", "/b/k", "", "h:1", {}, when)
+    assert "x-amz-security-token" not in plain
+    assert token not in repr(signer)
+
+
 def test_s3_paths_are_encoded_once_and_not_normalised() -> None:
     assert encode_path("/b/r0/d1/r0-f7") == "/b/r0/d1/r0-f7"
     assert encode_path("/b//x/./y/../z") == "/b//x/./y/../z"

@@ -124,9 +124,16 @@ class S3Client:
         self.region = region
         self.virtual_host = virtual_host
         self.max_connections = max_connections
-        self._signer = Signer(credentials.access_key, credentials.secret_key, region)
+        self._signer = Signer(
+            credentials.access_key,
+            credentials.secret_key,
+            region,
+            session_token=credentials.session_token,
+        )
         self._scrub = tuple(
-            s for s in (credentials.secret_key, credentials.access_key) if len(s) >= 4
+            s
+            for s in (credentials.session_token, credentials.secret_key, credentials.access_key)
+            if len(s) >= 4
         )
         self._timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
@@ -377,8 +384,15 @@ class S3Client:
             )
         path = address.object_path(encode_path(key)) if key else (address.path or "/")
         self._signer.sign_s3(method, path, query, address.host, headers, self._when())
-        target = f"{address.origin}{path}?{query}" if query else f"{address.origin}{path}"
-        return URL(target, encoded=True), headers
+        # Built from its parts: parsing a URL string costs ~5x as much (3 us), per request.
+        url = URL.build(
+            scheme=address.scheme,
+            authority=address.host,
+            path=path,
+            query_string=query,
+            encoded=True,
+        )
+        return url, headers
 
     async def _call(
         self,
@@ -468,7 +482,16 @@ class S3Client:
     ) -> S3Error:
         """No (complete) answer: refused, reset, closed or a broken body."""
         err = 0
-        if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            cause = exc.certificate_error
+            detail = getattr(cause, "verify_message", None) or cause
+            reason = (
+                f"the server's TLS certificate was not accepted: {detail}; for a private "
+                "CA, point SSL_CERT_FILE at its certificate"
+            )
+        elif isinstance(exc, aiohttp.ClientSSLError):  # (its errno is OpenSSL's, not the OS's)
+            reason = f"the TLS handshake failed: {getattr(exc.os_error, 'reason', None) or exc}"
+        elif isinstance(exc, aiohttp.ClientConnectorError):
             err = exc.os_error.errno or 0
             reason = f"cannot connect: {exc.os_error.strerror or exc.os_error}"
         elif isinstance(exc, aiohttp.ServerDisconnectedError):

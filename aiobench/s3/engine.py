@@ -45,6 +45,7 @@ from aiobench.s3.target import (
     BucketPath,
     Credentials,
     Endpoint,
+    check_virtual_host,
     endpoint_of_rank,
     parse_credentials,
     parse_endpoints,
@@ -169,6 +170,8 @@ class S3Engine:
             raise ConfigError(f"{cfg.paths[0]}: the S3 engine takes only s3:// PATHs")
         self._in_parts = cfg.size_bytes > cfg.block_size and not cfg.rand
         endpoints = parse_endpoints(cfg.s3endpoints, os.environ)
+        if cfg.s3virtaddr:
+            check_virtual_host(endpoints)
         # Each endpoint serves every len(endpoints)-th thread rank, each with its slots.
         slots = math.ceil(cfg.threads / len(endpoints)) * cfg.iodepth
         return S3Targets(
@@ -236,7 +239,8 @@ class S3Engine:
                 if due > released.until_ns:  # --limit...: not before this run's end
                     await _sleep_until(released.until_ns)
                     break  # (the rest waits for the slot's next run)
-                await _sleep_until(due)
+                if due:
+                    await _sleep_until(due)
                 bucket = targets.buckets[index if isinstance(index, int) else index[k]]
                 record.starts.append(perf_counter_ns())
                 if released.kind in (MKDIRS, RMDIRS):
@@ -395,6 +399,8 @@ class _Requests:
             await self._multipart(k, bucket, key)
         elif kind == READ and self.run.offsets is not None:  # --rand: one block of it
             await self._get(bucket, key, self.run.offsets[k], block, 0)
+        elif kind == READ and 0 < size <= block:  # one GET, into the slot's read area
+            await self._get(bucket, key, 0, size, 0)
         elif kind == READ:
             areas = list(range(self.job.depth))  # the slot's read areas not in use
 

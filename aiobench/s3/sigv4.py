@@ -69,11 +69,19 @@ class Signer:
     The secret and the derived keys never leave the object; its repr names the key id only.
     """
 
-    __slots__ = ("_keys", "_secret", "access_key", "region", "service")
+    __slots__ = ("_keys", "_secret", "_token", "access_key", "region", "service")
 
-    def __init__(self, access_key: str, secret_key: str, region: str, service: str = "s3") -> None:
+    def __init__(
+        self,
+        access_key: str,
+        secret_key: str,
+        region: str,
+        service: str = "s3",
+        session_token: str = "",
+    ) -> None:
         self.access_key = access_key
         self._secret = secret_key
+        self._token = session_token  # temporary credentials: sent and signed with each request
         self.region = region
         self.service = service
         self._keys: dict[str, bytes] = {}
@@ -144,11 +152,14 @@ class Signer:
         when: str,
         payload_hash: str = UNSIGNED_PAYLOAD,
     ) -> dict[str, str]:
-        """Add Host, ``x-amz-date``, ``x-amz-content-sha256`` and ``Authorization`` to
-        ``headers`` (every header in it is signed) and return it."""
+        """Add Host, ``x-amz-date``, ``x-amz-content-sha256`` (and with a session token
+        ``x-amz-security-token``) and ``Authorization`` to ``headers`` (every header in it
+        is signed) and return it."""
         headers["Host"] = host
         headers["x-amz-date"] = when
         headers["x-amz-content-sha256"] = payload_hash
+        if self._token:
+            headers["x-amz-security-token"] = self._token
         headers["Authorization"] = self.authorization(
             method, canonical_uri, query, headers.items(), payload_hash, when
         )

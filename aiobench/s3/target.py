@@ -34,6 +34,7 @@ DEFAULT_REGION = "us-east-1"  # what AWS SDKs and most S3 servers assume without
 ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 KEY_ENV = "AWS_ACCESS_KEY_ID"
 SECRET_ENV = "AWS_SECRET_ACCESS_KEY"
+TOKEN_ENV = "AWS_SESSION_TOKEN"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 # S3's bucket naming rules (the general-purpose bucket ones, which also make the name a
@@ -199,6 +200,17 @@ def parse_endpoints(value: str | None, env: Mapping[str, str]) -> tuple[Endpoint
     return endpoints
 
 
+def check_virtual_host(endpoints: Sequence[Endpoint]) -> None:
+    """``--s3virtaddr`` puts the bucket into the host name (``bucket.host``): refuse an
+    endpoint given by IP address, where that names no host."""
+    for endpoint in endpoints:
+        if _is_ip(endpoint.host):
+            raise ConfigError(
+                f"--s3virtaddr: the endpoint {endpoint.url} is an IP address; virtual-host "
+                "addressing (bucket.host) needs a host name"
+            )
+
+
 def endpoint_of_rank(endpoints: Sequence[Endpoint], rank: int) -> Endpoint:
     """Thread ranks use the endpoints round-robin (elbencho's assignment)."""
     return endpoints[rank % len(endpoints)]
@@ -206,16 +218,25 @@ def endpoint_of_rank(endpoints: Sequence[Endpoint], rank: int) -> Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """An access key and its secret; the secret is left out of the repr."""
+    """An access key and its secret, and the session token of temporary credentials ("":
+    none); the secret and the token are left out of the repr."""
 
     access_key: str
     secret_key: str = field(repr=False)
+    session_token: str = field(default="", repr=False)
 
 
 def parse_credentials(key: str | None, secret: str | None, env: Mapping[str, str]) -> Credentials:
-    """``--s3key``/``--s3secret``, each falling back to its environment variable."""
+    """``--s3key``/``--s3secret``, each falling back to its environment variable; the
+    session token (``AWS_SESSION_TOKEN``) belongs to the environment's credentials, so it
+    is taken only where both of them come from there."""
     access_key = key if key else env.get(KEY_ENV, "")
     secret_key = secret if secret else env.get(SECRET_ENV, "")
+    token = "" if key or secret else env.get(TOKEN_ENV, "")
+    if token and (not token.isascii() or not token.isprintable() or token != token.strip()):
+        raise ConfigError(
+            f"{TOKEN_ENV}: must be printable ASCII without surrounding spaces (not shown)"
+        )
     if not access_key:
         raise ConfigError(f"--s3key: no S3 access key given (nor {KEY_ENV} set)")
     if not secret_key:
@@ -227,7 +248,7 @@ def parse_credentials(key: str | None, secret: str | None, env: Mapping[str, str
             raise ConfigError(
                 f"{option}: must be printable ASCII without surrounding spaces (not shown)"
             )
-    return Credentials(access_key, secret_key)
+    return Credentials(access_key, secret_key, token)
 
 
 def parse_region(value: str | None) -> str:
@@ -241,10 +262,10 @@ def parse_region(value: str | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BucketAddress:
-    """Where a bucket's requests go: the URL origin to connect to, the Host header, and the
-    path that comes before an (encoded) object key."""
+    """Where a bucket's requests go: the scheme, the host to connect to (also the Host
+    header), and the path that comes before an (encoded) object key."""
 
-    origin: str
+    scheme: str
     host: str
     path: str
 
@@ -256,9 +277,8 @@ def bucket_address(endpoint: Endpoint, bucket: str, virtual_host: bool) -> Bucke
     """Path style (``http://host/bucket/key``, the default) or virtual-host style
     (``http://bucket.host/key``, ``--s3virtaddr``)."""
     if virtual_host:
-        host = f"{bucket}.{endpoint.netloc}"
-        return BucketAddress(f"{endpoint.scheme}://{host}", host, "")
-    return BucketAddress(endpoint.url, endpoint.netloc, f"/{bucket}")
+        return BucketAddress(endpoint.scheme, f"{bucket}.{endpoint.netloc}", "")
+    return BucketAddress(endpoint.scheme, endpoint.netloc, f"/{bucket}")
 
 
 @dataclass(frozen=True, slots=True)

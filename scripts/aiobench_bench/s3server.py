@@ -3,7 +3,7 @@
 
 An identities file, so that signatures are checked; no bucket created on first upload;
 removing a bucket that holds objects fails (as on AWS); telemetry off. Each user has ports
-of its own (:func:`ports`: the bench 22733-22737, the tests 21733-21737), so that both can
+of its own (:func:`ports`: the bench 22733-22737, the tests 21733-21738), so that both can
 run at once; weed puts each gRPC port 10000 above its HTTP port, and all of them lie below
 Linux's ephemeral range (32768-60999), where an outgoing connection could hold one. It
 fails with :class:`Unavailable` (the ports are taken) or :class:`ToolError` (it did not
@@ -60,6 +60,7 @@ class Server:
     pid: int
     version: str
     data_dir: str = ""
+    https_endpoint: str = ""  # with a certificate: https://localhost:PORT
 
 
 def weed_binary() -> str | None:
@@ -102,10 +103,27 @@ def answers_s3(port: int) -> bool:
     return response.status == 403 and b"<Code>AccessDenied</Code>" in body
 
 
+@dataclass(frozen=True)
+class Tls:
+    """What the S3 gateway's HTTPS port serves: a certificate and its key (PEM files)."""
+
+    cert_file: str
+    key_file: str
+
+
 def weed_argv(
-    binary: str, root: str, config: str, used: dict[str, int] = PORTS, max_volumes: int = 0
+    binary: str,
+    root: str,
+    config: str,
+    used: dict[str, int] = PORTS,
+    max_volumes: int = 0,
+    *,
+    domain: str = "",
+    tls: Tls | None = None,
 ) -> list[str]:
-    """The command line of ``weed mini``; ``max_volumes`` (0: weed's default) below."""
+    """The command line of ``weed mini``; ``max_volumes`` (0: weed's default) below.
+    ``domain``: requests to ``BUCKET.domain`` are virtual-host style; ``tls``: HTTPS on
+    ``used["s3.port.https"]`` too."""
     return [
         binary,
         "mini",
@@ -129,6 +147,8 @@ def weed_argv(
         # of 64 MiB PUTs (retried ones too) into four buckets used them all up ("No writable
         # volumes and no free volumes left"). Volumes take no space before they are used.
         *([f"-volume.max={max_volumes}"] if max_volumes else []),
+        *([f"-s3.domainName={domain}"] if domain else []),
+        *([f"-s3.cert.file={tls.cert_file}", f"-s3.key.file={tls.key_file}"] if tls else []),
     ]
 
 
@@ -165,12 +185,17 @@ def running_server(
     access_key: str = "AIOBENCHBENCH",
     max_volumes: int = 0,
     with_parent: bool = False,
+    domain: str = "",
+    tls: Tls | None = None,
 ) -> Iterator[Server]:
     """``weed mini`` on the ports from ``base_port``, its data and log below ``root`` (made
     here); SIGTERM and a wait on exit, also after an error or Ctrl+C. ``with_parent``: it
     also gets SIGTERM when this process dies (the tests'); else it runs in a session of its
-    own, so that Ctrl+C in the terminal goes to the bench, which stops it."""
+    own, so that Ctrl+C in the terminal goes to the bench, which stops it. ``domain`` and
+    ``tls``: see :func:`weed_argv` (the HTTPS port is the one after the others)."""
     used = ports(base_port)
+    if tls is not None:
+        used["s3.port.https"] = base_port + len(used)
     busy = busy_ports(used)
     if busy:
         raise Unavailable(f"ports {busy} on 127.0.0.1 are in use (another SeaweedFS?)")
@@ -189,7 +214,7 @@ def running_server(
         [binary, "version"], capture_output=True, text=True, check=False
     ).stdout.strip()
     log = os.path.join(root, "weed.log")
-    argv = weed_argv(binary, root, config, used, max_volumes)
+    argv = weed_argv(binary, root, config, used, max_volumes, domain=domain, tls=tls)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             _with_parent_death_signal(argv) if with_parent else argv,
@@ -216,6 +241,7 @@ def running_server(
             pid=proc.pid,
             version=version.splitlines()[0] if version else "?",
             data_dir=os.path.join(root, "data"),
+            https_endpoint=f"https://localhost:{used['s3.port.https']}" if tls else "",
         )
     finally:
         if proc.poll() is not None:  # it did not wait to be stopped: say why, if it said

@@ -354,7 +354,7 @@ def test_s3_section_options() -> None:
     quick = parse_args(["--quick"])
     assert (quick.s3_objects, quick.s3_big_objects) == (300, 2)
     full = parse_args([])
-    assert (full.s3_objects, full.s3_big_objects) == (3000, 4)
+    assert (full.s3_objects, full.s3_big_objects) == (10000, 4)
     with pytest.raises(SystemExit) as exc:
         parse_args(["--s3-big-objects", "1"])
     assert exc.value.code == 2

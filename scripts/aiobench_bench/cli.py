@@ -70,7 +70,7 @@ FULL = {
     "seed2_size": 2 * GIB,
     "ramp_repeats": 3,
     "startup_runs": 20,
-    "s3_objects": 3000,
+    "s3_objects": 10000,
     "s3_big_objects": 4,
 }
 QUICK = {
@@ -229,7 +229,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--s3-objects",
         type=int,
         default=None,
-        help=f"s3: 4 KiB objects per thread ({THREADS} threads; default 3000; --quick: 300)",
+        help=f"s3: 4 KiB objects per thread ({THREADS} threads; default 10000; --quick: 300)",
     )
     parser.add_argument(
         "--s3-big-objects",

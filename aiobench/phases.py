@@ -18,7 +18,7 @@ import anyio
 from aiobench.config import BenchConfig
 from aiobench.coordinator import Coordinator, ThreadSplit
 from aiobench.dirmode import DirLayout
-from aiobench.engine import Engine, IoOptions, StartGate, runs_on_loop
+from aiobench.engine import Engine, IoOptions, StartGate
 from aiobench.events import Observer
 from aiobench.intervals import CpuSample, IntervalSeries
 from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind, phase_name
@@ -26,16 +26,7 @@ from aiobench.plan import close_buffers, rate_limit, rwmix_pct, slots_for, strea
 from aiobench.results import PhaseResult
 from aiobench.summary import active_at, progress, summarise
 from aiobench.targets import Layout, Targets
-from aiobench.worker import (
-    LOOP_BATCH_NS,
-    TARGET_BATCH_NS,
-    PhaseShared,
-    Slot,
-    Stream,
-    first_done_floor,
-    first_run,
-    run_thread,
-)
+from aiobench.worker import PhaseShared, Slot, Stream, first_done_floor, first_run, run_thread
 
 # While an interval has ended but a run handed over before its end is still out, the
 # watcher looks again this often (runs last up to ~50 ms, 250 ms on the event loop).
@@ -167,7 +158,6 @@ async def run_phase(
         targets=ctx.targets,
         options=options,
         depth=depth,
-        batch_ns=LOOP_BATCH_NS if runs_on_loop(ctx.engine) else TARGET_BATCH_NS,
         stop=ctx.stop,
     )
     finished: list[int] = [0] * len(streams)

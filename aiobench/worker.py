@@ -74,7 +74,7 @@ class PhaseShared:
     targets: Targets
     options: IoOptions = field(default_factory=IoOptions)
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
-    batch_ns: int = TARGET_BATCH_NS  # a run's time budget (LOOP_BATCH_NS on the loop)
+    batch_ns: int = field(init=False)  # a run's time budget: set from the engine
     deadline_ns: int = 0
     start_ns: int = 0
     # FIRST DONE: the earliest finish of a thread with work, so far. Threads are seen to
@@ -90,6 +90,9 @@ class PhaseShared:
     inflight: int = 0
     peak_inflight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.batch_ns = LOOP_BATCH_NS if runs_on_loop(self.engine) else TARGET_BATCH_NS
 
     def fail(self, error: BenchIOError) -> None:
         if self.error is None:

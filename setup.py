@@ -1,7 +1,7 @@
 """Build of the optional C extension; all metadata lives in pyproject.toml.
 
 ``optional=True``: without a working C compiler (``CC=false``) the install still succeeds,
-without ``aiobench._native``, and aiobench runs on its Python engine.
+without ``aiobench.engines._native``, and aiobench runs on its Python engine.
 """
 
 from setuptools import Extension, setup
@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "aiobench._native",
-            ["aiobench/_native.c"],
+            "aiobench.engines._native",
+            ["aiobench/engines/_native.c"],
             optional=True,
             extra_compile_args=["-std=gnu11", "-Wextra", "-Wno-unused-parameter"],
         )

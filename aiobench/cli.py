@@ -13,23 +13,26 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from aiobench import __version__, interrupts, ioengines, streams
+from aiobench import __version__
 from aiobench.check.command import check as check_command
 from aiobench.config import LAUNCH_OPTIONS, MAX_NINES, BenchConfig, build_config
-from aiobench.coordinator import abort_job, launch_rank
+from aiobench.engines import registry
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.helptext import PanelCommand
 from aiobench.options import Opt, declared
-from aiobench.streams import guard_standard_streams
+from aiobench.render import stdio
+from aiobench.render.stdio import guard_standard_streams
+from aiobench.run import interrupts
+from aiobench.run.coordinator import abort_job, launch_rank
 from aiobench.text import printable
 
 # The rest (numpy, the engines, the renderers) is imported where a command needs it, so
 # that --help and --version start in a fraction of the time (scripts/bench --section cli).
 if TYPE_CHECKING:
-    from aiobench.coordinator import Coordinator
-    from aiobench.outputs import Outputs
-    from aiobench.results import RunResult
-    from aiobench.targets import Resolved
+    from aiobench.plan.targets import Resolved
+    from aiobench.render.outputs import Outputs
+    from aiobench.results.model import RunResult
+    from aiobench.run.coordinator import Coordinator
 
 # Below this block size a second thread in the same interpreter waits for its lock often
 # enough to show up in measured latency (cached 4 KiB reads: p99 ~5 us alone, 30-50 us
@@ -92,11 +95,11 @@ def bench(**options: Any) -> int:
     cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
     if hosts is not None or hostsfile is not None:
         return _on_hosts(cfg, hosts, hostsfile)
-    from aiobench.coordinator import connect
-    from aiobench.events import Observer
-    from aiobench.outputs import Outputs, check_output_files
-    from aiobench.render.plan import render_plan
-    from aiobench.runner import exit_code, phase_kinds, run_benchmark, run_meta, skipped_note
+    from aiobench.render.dryrun import render_plan
+    from aiobench.render.outputs import Outputs, check_output_files
+    from aiobench.results.events import Observer
+    from aiobench.run.coordinator import connect
+    from aiobench.run.runner import exit_code, phase_kinds, run_benchmark, run_meta, skipped_note
 
     job = connect(cfg)
     resolved = job.agreed(lambda: _resolve(cfg, job))
@@ -125,13 +128,13 @@ def bench(**options: Any) -> int:
 
 def _notes(cfg: BenchConfig, resolved: Resolved, job: Coordinator) -> list[str]:
     """What the user should know about how the run measures, said once setup is done."""
-    from aiobench.targets import DIR
+    from aiobench.plan.targets import DIR
 
     notes = [*resolved.notes, *job.notes()]
     if cfg.ioengine_fallback:
-        notes.append(ioengines.FALLBACK_NOTE)
+        notes.append(registry.FALLBACK_NOTE)
     small = resolved.path_type == DIR or resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK
-    if cfg.ioengine == ioengines.PYTHON and cfg.slots > 1 and small:
+    if cfg.ioengine == registry.PYTHON and cfg.slots > 1 and small:
         notes.append(
             f"{cfg.slots} slots share one Python interpreter; for small blocks and "
             "metadata calls, waiting for its lock adds to measured latency (use MPI "
@@ -161,7 +164,7 @@ app.command(
 
 def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int:
     """--hosts/--hostsfile: hand the command to the MPI launcher (with --dryrun: say how)."""
-    from aiobench.hosts import hand_over, launch_plan, parse_hosts
+    from aiobench.run.hosts import hand_over, launch_plan, parse_hosts
 
     names = parse_hosts(hosts, hostsfile)
     if launch_rank() is not None or cfg.mpi:
@@ -186,9 +189,9 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, job: Coor
     (stdout closed or full); a reader that went away (``| head``) is not an error. What
     cannot be said because stderr is unusable is only the exit code.
     """
-    from aiobench.outputs import reason
     from aiobench.render.json import dumps
-    from aiobench.runner import exit_code
+    from aiobench.render.outputs import reason
+    from aiobench.run.runner import exit_code
 
     if cfg.json_path is not None:
         outputs.write_document(dumps(result))
@@ -211,17 +214,17 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, job: Coor
 def _print_out(text: str) -> None:
     """The output of ``show``/``compare`` on stdout; stdout closed or full is exit 1 (a
     reader that went away, ``| head``, is not an error)."""
-    from aiobench.outputs import reason
+    from aiobench.render.outputs import reason
 
-    failed = streams.show(sys.stdout, text) or streams.failure(1)
+    failed = stdio.show(sys.stdout, text) or stdio.failure(1)
     if failed is not None and failed.errno != errno.EPIPE:
         raise AiobenchError(f"stdout: {reason(failed)}: the output could not be written")
 
 
 def _resolve(cfg: BenchConfig, job: Coordinator) -> Resolved:
     """The paths and sizes, then the memory budget of this process's threads."""
-    from aiobench.memory import check_memory
-    from aiobench.targets import resolve
+    from aiobench.plan.memory import check_memory
+    from aiobench.plan.targets import resolve
 
     # The layout is that of all the thread ranks the dataset is split over.
     slices = job.split(cfg.threads, os.path.isdir(cfg.paths[0])).slices
@@ -255,7 +258,7 @@ def show(
     """Print the result table of a saved run again, as the run printed it (the flags add
     rows)."""
     from aiobench.render.table import TableOptions, render_table
-    from aiobench.saved import load_run
+    from aiobench.results.saved import load_run
 
     if latpercent9s is not None and not 0 <= latpercent9s <= MAX_NINES:
         raise ConfigError(f"--latpercent9s: between 0 and {MAX_NINES} (got {latpercent9s})")
@@ -311,7 +314,7 @@ def plot(
 ) -> int:
     """Throughput and p50/p99 latency over time, and the latency percentile curve (PNG)."""
     from aiobench.render.plot import render_plot  # matplotlib is an optional extra
-    from aiobench.saved import load_document
+    from aiobench.results.saved import load_document
 
     if not (MIN_PLOT_PX <= width <= MAX_PLOT_PX and MIN_PLOT_PX <= height <= MAX_PLOT_PX):
         raise ConfigError(f"--width/--height: between {MIN_PLOT_PX} and {MAX_PLOT_PX} pixels")

@@ -8,7 +8,7 @@ import resource
 import secrets
 from dataclasses import dataclass, fields
 
-from aiobench import ioengines
+from aiobench.engines import registry
 from aiobench.errors import ConfigError
 from aiobench.kinds import PathType
 from aiobench.options import (
@@ -525,8 +525,8 @@ class BenchConfig:
         cli_type=str | None,
         metavar="native|python|s3",
         shown="native where it was built, else python; s3 for s3:// PATHs",
-        parse=lambda name, _: ioengines.checked(name),
-        default=ioengines.PYTHON,
+        parse=lambda name, _: registry.checked(name),
+        default=registry.PYTHON,
     )
     s3endpoints: str | None = option(
         None,
@@ -750,9 +750,9 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     objects = any(str(path).startswith(S3_SCHEME) for path in paths)
     engine = values["ioengine"]
     assert isinstance(engine, str)
-    values["ioengine"] = ioengines.for_paths(engine, raw.get("ioengine") is not None, objects)
+    values["ioengine"] = registry.for_paths(engine, raw.get("ioengine") is not None, objects)
     values["ioengine_fallback"] = raw.get("ioengine") is None and (
-        values["ioengine"] == ioengines.PYTHON
+        values["ioengine"] == registry.PYTHON
     )
     argv = redacted(argv, [opt for _, opt in declared(BenchConfig)])
     cfg = BenchConfig(argv=argv, **values)  # type: ignore[arg-type]
@@ -767,7 +767,7 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
 def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     """Every check of options together that needs no disk; raises :class:`ConfigError`.
 
-    With ``path_type`` (what the engine found at PATH, :mod:`aiobench.targets`), also
+    With ``path_type`` (what the engine found at PATH, :mod:`aiobench.plan.targets`), also
     the checks of options against it (dir mode refuses --rand, ...)."""
     phases = (cfg.write, cfg.read, cfg.mkdirs, cfg.stat, cfg.delfiles, cfg.deldirs)
     if not any(phases) and not (cfg.s3listobj or cfg.s3multidel):

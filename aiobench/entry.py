@@ -2,7 +2,7 @@
 
 Nothing heavy is imported before the handlers are in place, so a SIGINT or SIGTERM at any
 moment after aiobench's own code starts is recorded (never raised into the code it
-interrupts; see :mod:`aiobench.interrupts`). A signal that arrives while Python itself
+interrupts; see :mod:`aiobench.run.interrupts`). A signal that arrives while Python itself
 starts cannot be handled by any program; one that is blocked then (in the signal mask the
 process was started with) stays pending and is delivered to these handlers when they
 unblock it.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import signal
 
-from aiobench import interrupts
+from aiobench.run import interrupts
 
 
 def main() -> None:

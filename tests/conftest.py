@@ -25,9 +25,10 @@ from markdown_it import MarkdownIt
 
 from aiobench.cli import app, main
 from aiobench.config import BenchConfig, build_config
-from aiobench.engine import Engine, PosixEngine
-from aiobench.posix import FdTargets
-from aiobench.schema import load_schema
+from aiobench.engines.base import Engine
+from aiobench.engines.posix import FdTargets
+from aiobench.engines.python import PosixEngine
+from aiobench.results.schema import load_schema
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 Listing = dict[str, tuple[str, int, int]]
@@ -68,7 +69,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def fd_targets(paths: list[str], fds: list[int]) -> FdTargets:
-    """Targets for a hand-made :class:`~aiobench.engine.Job`: descriptors the test opened
+    """Targets for a hand-made :class:`~aiobench.engines.python.Job`: descriptors the test opened
     (and closes)."""
     targets = FdTargets(paths)
     targets.fds.extend(fds)
@@ -151,7 +152,7 @@ def io_engine(request: pytest.FixtureRequest) -> Engine:
     """An engine-level test on each engine: the Python reference and the native one."""
     if request.param == "python":
         return PosixEngine()
-    from aiobench import native
+    from aiobench.engines import native
 
     if not native.available():
         pytest.skip(f"no native engine: {native.build_error}")
@@ -232,8 +233,14 @@ def _warm_up(args: list[str]) -> None:
         command.make_context("aiobench", list(args))
     # What the run imports where it needs it (the CLI starts lean, see aiobench.cli); the
     # standard library is under /root too.
-    for name in ("aiobench.outputs", "aiobench.runner", "aiobench.render.plan",
-                 "aiobench.targets", "aiobench.memory", "aiobench.native"):  # fmt: skip
+    for name in (
+        "aiobench.render.outputs",
+        "aiobench.run.runner",
+        "aiobench.render.dryrun",
+        "aiobench.plan.targets",
+        "aiobench.plan.memory",
+        "aiobench.engines.native",
+    ):
         importlib.import_module(name)
 
 

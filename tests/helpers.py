@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 from aiobench.config import BenchConfig
-from aiobench.dirmode import DirLayout
-from aiobench.engine import Engine, Job, NullEngine, RawBatch
-from aiobench.phases import RunContext, make_executor
-from aiobench.stats import PERCENTILES, LatencySummary
-from aiobench.targets import Layout, Slice
-from aiobench.workload import OpStream
+from aiobench.engines.base import Engine, Job, RawBatch
+from aiobench.engines.null import NullEngine
+from aiobench.plan.dirmode import DirLayout
+from aiobench.plan.targets import Layout, Slice
+from aiobench.plan.workload import OpStream
+from aiobench.run.phases import RunContext, make_executor
+from aiobench.stats.recorders import PERCENTILES, LatencySummary
 from tests.conftest import fd_targets
 
 Doc = dict[str, Any]

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.engine import Job, NullEngine, RawBatch
+from aiobench.engines.base import Job, RawBatch
+from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ
-from aiobench.phases import run_phase
-from aiobench.targets import Layout, Slice
-from aiobench.workload import OpRun, OpStream
+from aiobench.plan.targets import Layout, Slice
+from aiobench.plan.workload import OpRun, OpStream
+from aiobench.run.phases import run_phase
 from tests.conftest import RunCli, make_cfg
 from tests.helpers import context, stream
 

@@ -11,8 +11,8 @@ from aiobench.check.model import CheckResult, Finding, Row
 from aiobench.check.plan import Calibration, CheckTest
 from aiobench.check.render import render_check, render_markdown
 from aiobench.render.compare import compare_lines, render_compare, render_compare_markdown
-from aiobench.results import Compared, IntervalStats, PhaseResult, Totals
-from aiobench.stats import LatencySummary
+from aiobench.results.model import Compared, IntervalStats, PhaseResult, Totals
+from aiobench.stats.recorders import LatencySummary
 from tests.conftest import md_table
 
 MIB = 1 << 20

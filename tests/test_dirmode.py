@@ -11,13 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiobench.dirmode import DirLayout, EntryRun, EntryStream
-from aiobench.engine import Engine, IoOptions, Job, NullEngine, PosixEngine, SlotBuffer, StopEvent
+from aiobench.engines.base import Engine, IoOptions, Job
+from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.gate import StopEvent
+from aiobench.engines.null import NullEngine
+from aiobench.engines.python import PosixEngine
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
-from aiobench.phases import run_phase
+from aiobench.plan.dirmode import DirLayout, EntryRun, EntryStream
 from aiobench.render.table import TableOptions, render_table
-from aiobench.results import PhaseResult
-from aiobench.worker import Done
+from aiobench.results.model import PhaseResult
+from aiobench.run.phases import run_phase
+from aiobench.run.worker import Done
 from tests.conftest import fd_targets, make_cfg
 from tests.helpers import RecordingEngine, context
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.targets import filesystem_type
+from aiobench.plan.targets import filesystem_type
 from tests.conftest import RunCli, assert_usage_error, listing, mounted_tmpfs
 
 Doc = dict[str, Any]

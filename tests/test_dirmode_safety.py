@@ -23,11 +23,12 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.config import BenchConfig
-from aiobench.dirmode import DirLayout, EntryRun
-from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
+from aiobench.engines.base import Engine, IoOptions, Job
+from aiobench.engines.buffers import SlotBuffer
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
-from aiobench.runner import run_benchmark
-from aiobench.targets import DIR, Resolved
+from aiobench.plan.dirmode import DirLayout, EntryRun
+from aiobench.plan.targets import DIR, Resolved
+from aiobench.run.runner import run_benchmark
 from tests.conftest import (
     RunCli,
     errors_of,

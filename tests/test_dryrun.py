@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.ioengines import default_name
+from aiobench.engines.registry import default_name
 from tests.conftest import RunCli
 
 MIB = 1 << 20

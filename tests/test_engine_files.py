@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiobench.engine import Engine, Job, SlotBuffer
+from aiobench.engines.base import Engine, Job
+from aiobench.engines.buffers import SlotBuffer
 from aiobench.kinds import READ
-from aiobench.runner import run_benchmark
-from aiobench.targets import resolve
-from aiobench.workload import OpRun
+from aiobench.plan.targets import resolve
+from aiobench.plan.workload import OpRun
+from aiobench.run.runner import run_benchmark
 from tests.conftest import fd_targets, make_cfg
 
 

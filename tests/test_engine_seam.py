@@ -15,13 +15,13 @@ from time import perf_counter_ns
 import pytest
 
 from aiobench.config import BenchConfig
-from aiobench.engine import IoOptions, Job, RawBatch, _int64
+from aiobench.engines.base import IoOptions, Job, RawBatch, _int64
+from aiobench.engines.posix import FdTargets, PosixTargets, fds_of
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import READ, WRITE
-from aiobench.posix import FdTargets, PosixTargets, fds_of
-from aiobench.runner import run_benchmark
-from aiobench.targets import FILE, Layout, Probe, Targets, resolve
-from aiobench.workload import OpRun
+from aiobench.plan.targets import FILE, Layout, Probe, Targets, resolve
+from aiobench.plan.workload import OpRun
+from aiobench.run.runner import run_benchmark
 from tests.conftest import make_cfg
 
 

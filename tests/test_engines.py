@@ -18,14 +18,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aiobench import _native, native
-from aiobench.engine import Engine, IoOptions, Job, PosixEngine, RawBatch, SlotBuffer, StopEvent
+from aiobench.engines import _native, native
+from aiobench.engines.base import Engine, IoOptions, Job, RawBatch
+from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.gate import StopEvent
+from aiobench.engines.python import PosixEngine
+from aiobench.engines.verify import pattern
 from aiobench.kinds import READ, WRITE, PhaseKind
-from aiobench.results import RunResult
-from aiobench.runner import run_benchmark
-from aiobench.targets import resolve
-from aiobench.verify import pattern
-from aiobench.workload import OpRun, RwMix
+from aiobench.plan.targets import resolve
+from aiobench.plan.workload import OpRun, RwMix
+from aiobench.results.model import RunResult
+from aiobench.run.runner import run_benchmark
 from tests.conftest import fd_targets, make_cfg, mounted_tmpfs, require_root_tools, run_tool
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"{native.build_error}")
@@ -448,7 +451,7 @@ def test_stop_event_flag_follows_set_and_clear() -> None:
 
 def test_a_stop_between_blocks_is_seen_by_the_native_loop(tmp_path: Path) -> None:
     """Set while a big file is being written: the native loop stops inside the file."""
-    from aiobench.dirmode import EntryRun
+    from aiobench.plan.dirmode import EntryRun
 
     stop = StopEvent()
     dfd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
@@ -491,7 +494,7 @@ def test_a_failing_call_comes_back_as_its_errno(tmp_path: Path) -> None:
 @pytest.mark.timeout(900)
 def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path) -> None:
     """``CC=false``: the wheel still builds (the extension is optional), holds no .so, and
-    aiobench.native imports from it and reports the engine as not available."""
+    aiobench.engines.native imports from it and reports the engine as not available."""
     source = tmp_path / "src"
     root = Path(__file__).resolve().parent.parent
     source.mkdir()
@@ -510,7 +513,7 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
     [wheel] = wheels.glob("aiobench-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-    assert "aiobench/native.py" in names
+    assert "aiobench/engines/native.py" in names
     assert not [n for n in names if n.endswith(".so")], names
     unpacked = tmp_path / "site"
     with zipfile.ZipFile(wheel) as archive:
@@ -520,7 +523,7 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
     probe = (
         f"import sys, sysconfig; sys.path[:0] = [{str(unpacked)!r}]; "
         "sys.path += [sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']]; "
-        "import aiobench, aiobench.native as n; "
+        "import aiobench, aiobench.engines.native as n; "
         "print(aiobench.__file__); print(n.available()); print(n.build_error)"
     )
     ran = subprocess.run(
@@ -534,7 +537,7 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
     where, available, why = ran.stdout.splitlines()
     assert where.startswith(str(unpacked))
     assert available == "False"
-    assert why.startswith("the C extension aiobench._native is not built")
+    assert why.startswith("the C extension aiobench.engines._native is not built")
     # A run from that install uses the Python engine, says so once, and records it.
     entry = probe.split("import aiobench,")[0] + "from aiobench.entry import main; main()"
     out = tmp_path / "r.json"

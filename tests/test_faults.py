@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.engine import Engine
+from aiobench.engines.base import Engine
 from tests.conftest import FaultFs, RunCli, errors_of
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]  # real CLI runs

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from aiobench.errors import ConfigError
-from aiobench.hosts import (
+from aiobench.run.hosts import (
     find_launcher,
     launch_command,
     launch_env,

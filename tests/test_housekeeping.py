@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench import config
 from aiobench.errors import ConfigError
-from aiobench.schema import load_schema
+from aiobench.results.schema import load_schema
 from tests.conftest import RunCli, make_cfg
 
 MIB = 1 << 20

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.targets import Layout, Slice
-from aiobench.workload import OpStream
+from aiobench.plan.targets import Layout, Slice
+from aiobench.plan.workload import OpStream
 from tests.conftest import RunCli
 from tests.helpers import stream as op_stream
 

@@ -28,18 +28,20 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench import phases
-from aiobench.dirmode import DirLayout, EntryRun
-from aiobench.engine import Engine, NullEngine, StartGate
-from aiobench.events import Observer
-from aiobench.intervals import CpuSample, IntervalSeries, cpu_percent
+from aiobench.engines.base import Engine
+from aiobench.engines.gate import StartGate
+from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ, WRITE
-from aiobench.results import IntervalStats, PhaseResult, Progress
-from aiobench.stats import Int64Array
-from aiobench.targets import Layout
+from aiobench.plan.dirmode import DirLayout, EntryRun
+from aiobench.plan.targets import Layout
+from aiobench.plan.workload import OpRun
+from aiobench.results.events import Observer
+from aiobench.results.model import IntervalStats, PhaseResult, Progress
+from aiobench.run import phases
+from aiobench.run.worker import PhaseShared, Slot, Stream, run_thread
+from aiobench.stats.intervals import CpuSample, IntervalSeries, cpu_percent
+from aiobench.stats.recorders import Int64Array
 from aiobench.units import rate
-from aiobench.worker import PhaseShared, Slot, Stream, run_thread
-from aiobench.workload import OpRun
 from tests.conftest import Ext4Loop, RunCli, make_cfg
 from tests.helpers import context
 
@@ -442,7 +444,7 @@ async def test_last_interval_is_cut_at_last_done_even_when_the_loop_is_late(
         await anyio.sleep(0.1)
         return end
 
-    monkeypatch.setattr("aiobench.phases.run_thread", late)
+    monkeypatch.setattr("aiobench.run.phases.run_thread", late)
     interval_ns = 20 * MS
     phase, _, log = await observed_phase(
         tmp_path, NullEngine(lambda _: MS), interval_ns=interval_ns, ops=50

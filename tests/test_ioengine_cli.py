@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.ioengines import native_built
-from aiobench.schema import load_schema
+from aiobench.engines.registry import native_built
+from aiobench.results.schema import load_schema
 from tests.conftest import RunCli
 
 INTERPRETER_NOTE = "share one Python interpreter"

@@ -28,16 +28,18 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.engine import Job, NullEngine, PosixEngine, RawBatch
+from aiobench.engines.base import Job, RawBatch
+from aiobench.engines.null import NullEngine
+from aiobench.engines.python import PosixEngine
 from aiobench.errors import BenchIOError
-from aiobench.events import Observer
-from aiobench.iterations import Spread, summarize
+from aiobench.plan.targets import resolve
+from aiobench.plan.workload import OpRun
 from aiobench.render.table import HEADER, render_table, summary_text
-from aiobench.results import PhaseResult, RunResult, Totals
-from aiobench.runner import run_benchmark
-from aiobench.schema import load_schema
-from aiobench.targets import resolve
-from aiobench.workload import OpRun
+from aiobench.results.events import Observer
+from aiobench.results.model import PhaseResult, RunResult, Totals
+from aiobench.results.schema import load_schema
+from aiobench.run.runner import run_benchmark
+from aiobench.stats.iterations import Spread, summarize
 from tests.conftest import errors_of, make_cfg
 from tests.conftest import run_aiobench as aiobench
 from tests.helpers import delete_at, no_latency, set_at

@@ -21,9 +21,9 @@ from hdrh.histogram import HdrHistogram
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.errors import BenchIOError
-from aiobench.results import SCHEMA_VERSION
-from aiobench.schema import load_schema
-from aiobench.stats import PERCENTILES
+from aiobench.results.model import SCHEMA_VERSION
+from aiobench.results.schema import load_schema
+from aiobench.stats.recorders import PERCENTILES
 from tests.conftest import RunCli, errors_of
 from tests.helpers import delete_at, set_at
 

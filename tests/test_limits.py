@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from aiobench.config import build_config
-from aiobench.engine import POOL_SLACK, POOL_WINDOWS, SlotBuffer, pool_bytes
+from aiobench.engines.buffers import POOL_SLACK, POOL_WINDOWS, SlotBuffer, pool_bytes
 from aiobench.kinds import WRITE
-from aiobench.memory import available_memory, slot_needs, slots_with_work
-from aiobench.phases import RunContext
-from aiobench.plan import slots_for, streams_for
-from aiobench.targets import resolve
-from aiobench.worker import Slot
+from aiobench.plan.memory import available_memory, slot_needs, slots_with_work
+from aiobench.plan.slots import slots_for, streams_for
+from aiobench.plan.targets import resolve
+from aiobench.run.phases import RunContext
+from aiobench.run.worker import Slot
 from tests.conftest import (
     RunCli,
     assert_usage_error,

@@ -19,9 +19,9 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.render.live import progress_text
 from aiobench.render.table import render_table
-from aiobench.results import Progress
-from aiobench.saved import load_run
-from aiobench.schema import load_schema
+from aiobench.results.model import Progress
+from aiobench.results.saved import load_run
+from aiobench.results.schema import load_schema
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
 

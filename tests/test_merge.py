@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from aiobench.merge import RankPart, merge_phase
-from aiobench.results import IntervalStats, PhaseResult, TargetTotals, ThreadTotals, Totals
-from aiobench.stats import PERCENTILES, LatencyRecorder, LatencySummary, merge_latency
+from aiobench.results.model import IntervalStats, PhaseResult, TargetTotals, ThreadTotals, Totals
+from aiobench.stats.merge import RankPart, merge_phase
+from aiobench.stats.recorders import PERCENTILES, LatencyRecorder, LatencySummary, merge_latency
 
 S = 1_000_000_000  # one second in ns
 BLOCK = 4096

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.results import PhaseResult, RunResult, Totals
-from aiobench.runner import skipped_note
-from aiobench.stats import LatencyRecorder
-from aiobench.targets import Resolved, resolve
+from aiobench.plan.targets import Resolved, resolve
+from aiobench.results.model import PhaseResult, RunResult, Totals
+from aiobench.run.runner import skipped_note
+from aiobench.stats.recorders import LatencyRecorder
 from tests.conftest import RunCli, make_cfg
 
 

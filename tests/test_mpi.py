@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.coordinator import launch_rank, launched_size, wanted
-from aiobench.schema import load_schema
+from aiobench.results.schema import load_schema
+from aiobench.run.coordinator import launch_rank, launched_size, wanted
 from tests.conftest import Ext4Loop, RunCli
 from tests.helpers import MPIRUN, mpi_env, mpirun, needs_mpi
 

@@ -13,7 +13,7 @@ from aiobench.config import LAUNCH_OPTIONS, BenchConfig, build_config, validate
 from aiobench.errors import ConfigError
 from aiobench.kinds import PathType
 from aiobench.options import Opt, declared, parsed
-from aiobench.schema import load_schema
+from aiobench.results.schema import load_schema
 from tests.conftest import make_cfg
 
 OPTIONS = [opt for _, opt in declared(BenchConfig)] + list(LAUNCH_OPTIONS)

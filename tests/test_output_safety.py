@@ -30,7 +30,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.render.csv import LIVE_HEADER, RESULT_HEADER
-from aiobench.saved import load_run
+from aiobench.results.saved import load_run
 from tests.conftest import call_main, errors_of, mounted_tmpfs
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)

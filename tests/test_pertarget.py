@@ -24,14 +24,15 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.engine import Job, NullEngine, RawBatch
+from aiobench.engines.base import Job, RawBatch
+from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ
-from aiobench.phases import run_phase
+from aiobench.plan.targets import Layout
+from aiobench.plan.workload import OpRun
 from aiobench.render.table import TableOptions, phase_text, render_table, target_block
-from aiobench.results import PhaseResult, TargetTotals, Totals, target_report
-from aiobench.stats import LatencyRecorder
-from aiobench.targets import Layout
-from aiobench.workload import OpRun
+from aiobench.results.model import PhaseResult, TargetTotals, Totals, target_report
+from aiobench.run.phases import run_phase
+from aiobench.stats.recorders import LatencyRecorder
 from tests.conftest import RunCli, make_cfg
 from tests.helpers import context
 

@@ -13,13 +13,16 @@ import anyio
 import numpy as np
 import pytest
 
-from aiobench.engine import Engine, Job, NullEngine, RawBatch, SlotBuffer, StartGate
+from aiobench.engines.base import Engine, Job, RawBatch
+from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.gate import StartGate
+from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ
-from aiobench.phases import run_phase
-from aiobench.targets import Layout, Slice
-from aiobench.worker import Done, PhaseShared, Slot, Stream, first_done_floor
-from aiobench.worker import _account as account
-from aiobench.workload import OpRun
+from aiobench.plan.targets import Layout, Slice
+from aiobench.plan.workload import OpRun
+from aiobench.run.phases import run_phase
+from aiobench.run.worker import Done, PhaseShared, Slot, Stream, first_done_floor
+from aiobench.run.worker import _account as account
 from tests.conftest import fd_targets, make_cfg
 from tests.helpers import RecordingEngine, context, stream
 
@@ -185,7 +188,7 @@ async def test_every_slot_is_ready_before_the_clock_starts(
             opened.append((self._arrived, self.expected))
             super().open(start_ns, deadline_ns, stopped=stopped)
 
-    monkeypatch.setattr("aiobench.phases.StartGate", Gate)
+    monkeypatch.setattr("aiobench.run.phases.StartGate", Gate)
     cfg = make_cfg(
         [str(tmp_path / "a")], threads=64, iodepth=2, block="4k", size="2m", read=True,
         write=False,

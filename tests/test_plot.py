@@ -14,8 +14,8 @@ import pytest
 
 from aiobench.errors import ConfigError
 from aiobench.render.plot import _nines_label, _spectrum, render_plot
-from aiobench.results_json import latency_to_json as latency_dict
-from aiobench.stats import LatencyRecorder
+from aiobench.results.tables import latency_to_json as latency_dict
+from aiobench.stats.recorders import LatencyRecorder
 from tests.conftest import RunCli
 
 if TYPE_CHECKING:

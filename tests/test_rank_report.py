@@ -28,7 +28,7 @@ from aiobench.render.table import (
     render_table,
     target_block,
 )
-from aiobench.results import (
+from aiobench.results.model import (
     HostTotals,
     PhaseResult,
     RankTotals,
@@ -37,11 +37,11 @@ from aiobench.results import (
     ThreadTotals,
     Totals,
 )
-from aiobench.results_json import phase_to_json as phase_dict
-from aiobench.results_json import run_to_json as result_dict
-from aiobench.saved import load_run
-from aiobench.schema import load_schema
-from aiobench.stats import LatencyRecorder, LatencySummary
+from aiobench.results.saved import load_run
+from aiobench.results.schema import load_schema
+from aiobench.results.tables import phase_to_json as phase_dict
+from aiobench.results.tables import run_to_json as result_dict
+from aiobench.stats.recorders import LatencyRecorder, LatencySummary
 from tests.conftest import call_main as call
 from tests.conftest import errors_of
 

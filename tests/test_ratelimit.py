@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.schema import load_schema
-from aiobench.workload import OpRun
+from aiobench.plan.workload import OpRun
+from aiobench.results.schema import load_schema
 from tests.conftest import Ext4Loop, RunCli
 
 pytestmark = pytest.mark.timing  # rates within a few % of their limit

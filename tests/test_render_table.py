@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from aiobench.render.table import ALL_LATENCY, HEADER, TableOptions, latency_rows, render_table
-from aiobench.results import PhaseResult, Totals
-from aiobench.stats import LatencyRecorder, LatencySummary
+from aiobench.results.model import PhaseResult, Totals
+from aiobench.stats.recorders import LatencyRecorder, LatencySummary
 from tests.helpers import no_latency
 
 DATA = Path(__file__).parent / "data"

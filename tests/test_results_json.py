@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aiobench.results import (
+from aiobench.results.model import (
     EndpointTotals,
     HostTotals,
     IntervalStats,
@@ -20,7 +20,8 @@ from aiobench.results import (
     ThreadTotals,
     Totals,
 )
-from aiobench.results_json import (
+from aiobench.results.schema import load_schema
+from aiobench.results.tables import (
     ENDPOINT,
     HOST,
     INTERVAL,
@@ -46,8 +47,7 @@ from aiobench.results_json import (
     run_to_json,
     to_json,
 )
-from aiobench.schema import load_schema
-from aiobench.stats import LatencySummary
+from aiobench.stats.recorders import LatencySummary
 
 
 def lat(base: int) -> LatencySummary:

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
+from aiobench.engines.verify import pattern
+from aiobench.plan.workload import OpRun, RwMix
 from aiobench.render.csv import RESULT_HEADER
-from aiobench.schema import load_schema
-from aiobench.verify import pattern
-from aiobench.workload import OpRun, RwMix
+from aiobench.results.schema import load_schema
 from tests.conftest import RunCli
 
 SALT = 0x0BAD_CAFE_0000_0001

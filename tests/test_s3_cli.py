@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
+from aiobench.engines.s3.client import S3Client
+from aiobench.engines.s3.layout import Credentials, parse_endpoint
 from aiobench.errors import S3Error
-from aiobench.s3.client import S3Client
-from aiobench.s3.target import Credentials, parse_endpoint
 from tests.conftest import RunCli, errors_of
 from tests.helpers import mpirun, needs_mpi
 from tests.s3server import DOMAIN, S3Server, ca_file, s3_server  # noqa: F401  (a fixture)

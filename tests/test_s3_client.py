@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from aiobench.engines.s3.client import S3Client
+from aiobench.engines.s3.layout import Credentials, parse_endpoint
 from aiobench.errors import BenchIOError, S3Error
-from aiobench.s3.client import S3Client
-from aiobench.s3.target import Credentials, parse_endpoint
 from tests.s3server import S3Server, s3_server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow  # starts weed mini (once per session)

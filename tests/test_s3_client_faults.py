@@ -11,9 +11,9 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from aiobench.engines.s3.client import S3Client
+from aiobench.engines.s3.layout import Credentials, parse_endpoint
 from aiobench.errors import S3Error
-from aiobench.s3.client import S3Client
-from aiobench.s3.target import Credentials, parse_endpoint
 
 Reply = Callable[[bytes, asyncio.StreamWriter], Awaitable[None]]
 KEY = "AKIDFAULTTEST"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiobench.errors import ConfigError
-from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL
-from aiobench.s3.target import (
+from aiobench.engines.s3.layout import (
     DEFAULT_REGION,
     BucketPath,
     Endpoint,
@@ -23,6 +21,8 @@ from aiobench.s3.target import (
     parse_paths,
     parse_region,
 )
+from aiobench.errors import ConfigError
+from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL
 
 
 def test_path_bucket_and_prefix() -> None:

@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.errors import ConfigError
-from aiobench.infile import read_regular_file
 from aiobench.render.compare import render_compare
 from aiobench.render.live import progress_text
 from aiobench.render.table import TableOptions, render_table
-from aiobench.results import Progress
-from aiobench.saved import MAX_DOCUMENT_BYTES, load_run
+from aiobench.results.infile import read_regular_file
+from aiobench.results.model import Progress
+from aiobench.results.saved import MAX_DOCUMENT_BYTES, load_run
 from tests.conftest import call_main, errors_of, run_aiobench
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)

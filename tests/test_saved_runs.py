@@ -446,7 +446,7 @@ def test_path_named_like_a_subcommand_goes_after_double_dash(tmp_path: Path) -> 
 
 def test_compare_prints_mib_as_the_table_does_and_quotes_the_command() -> None:
     from aiobench.render.compare import render_compare
-    from aiobench.saved import load_run
+    from aiobench.results.saved import load_run
 
     run = load_run(str(Path(__file__).parent / "data" / "example-result.json"))
     run.meta["command"] = ["aiobench", "-w", "--label", "my run", "f1"]

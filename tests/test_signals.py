@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench import plan
-from aiobench.engine import SlotBuffer
-from aiobench.outputs import Outputs
-from aiobench.results import RunResult
+from aiobench.engines.buffers import SlotBuffer
+from aiobench.plan import slots
+from aiobench.render.outputs import Outputs
+from aiobench.results.model import RunResult
 from tests.conftest import call_main, errors_of
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
@@ -180,7 +180,7 @@ def signal_at_buffer(
                 signal.raise_signal(signum)
         return made
 
-    monkeypatch.setattr(plan, "SlotBuffer", buffer)
+    monkeypatch.setattr(slots, "SlotBuffer", buffer)
 
 
 def file_args(target: Path, out: Path) -> list[str]:

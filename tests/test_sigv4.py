@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from aiobench.s3.sigv4 import (
+from aiobench.engines.s3.sigv4 import (
     EMPTY_SHA256,
     UNSIGNED_PAYLOAD,
     Signer,

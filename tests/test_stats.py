@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from aiobench.stats import (
+from aiobench.stats.recorders import (
     HDR_HIGHEST_NS,
     PERCENTILES,
     LatencyRecorder,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from aiobench.errors import ConfigError
-from aiobench.targets import FILE, Layout, Slice, resolve
+from aiobench.plan.targets import FILE, Layout, Slice, resolve
 from tests.conftest import make_cfg
 
 MIB = 1 << 20

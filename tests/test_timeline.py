@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aiobench.dirmode import EntryRun
-from aiobench.timeline import CounterTimeline, run_counts
-from aiobench.workload import OpRun, RwMix
+from aiobench.plan.dirmode import EntryRun
+from aiobench.plan.workload import OpRun, RwMix
+from aiobench.stats.timeline import CounterTimeline, run_counts
 
 MS = 1_000_000
 START = 10_000 * MS

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.engine import Engine, IoOptions, Job, SlotBuffer
+from aiobench.engines.base import Engine, IoOptions, Job
+from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.verify import check, expected_word, pattern
 from aiobench.errors import VerifyError
 from aiobench.kinds import WRITE, PhaseKind
-from aiobench.schema import load_schema
-from aiobench.verify import check, expected_word, pattern
-from aiobench.workload import OpRun
+from aiobench.plan.workload import OpRun
+from aiobench.results.schema import load_schema
 from tests.conftest import RunCli, fd_targets
 
 SALT = 0x1234_5678_9ABC_DEF0

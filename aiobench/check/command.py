@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from aiobench import streams
 from aiobench.check.plan import DEFAULT_BUDGET_S, MAX_BUDGET_S, MIN_BUDGET_S
 from aiobench.errors import EXIT_IO_ERROR, ConfigError
+from aiobench.render import stdio
 from aiobench.text import printable
 
 # The run and its renderers are imported by the command itself: `aiobench --help` loads
@@ -43,8 +43,8 @@ def check(
     creates is removed."""
     from aiobench.check.render import dumps_check, render_check, render_markdown
     from aiobench.check.run import run_check
-    from aiobench.outputs import reason
     from aiobench.render.export import checked_export, write_export
+    from aiobench.render.outputs import reason
 
     if not MIN_BUDGET_S <= budget <= MAX_BUDGET_S:
         raise ConfigError(
@@ -65,11 +65,11 @@ def check(
             live.clear()
     human = sys.stderr if json_out == "-" else sys.stdout
     errors = []
-    failed = streams.show(human, render_check(result))
+    failed = stdio.show(human, render_check(result))
     if failed is not None and failed.errno != errno.EPIPE:
         errors.append(f"{'stderr' if json_out == '-' else 'stdout'}: {reason(failed)}")
     if json_out == "-":
-        failed = streams.show(sys.stdout, dumps_check(result))
+        failed = stdio.show(sys.stdout, dumps_check(result))
         if failed is not None:
             errors.append(f"--json -: stdout: {reason(failed)}")
     elif json_export is not None:
@@ -113,8 +113,8 @@ class _Live:
     def show(self, step: str) -> None:
         elapsed = time.monotonic() - self.start
         line = f"\r\x1b[Kaiobench check: {step} ({elapsed:.0f} of about {self.budget_s} s)"
-        self.drawn = streams.show(sys.stderr, line) is None
+        self.drawn = stdio.show(sys.stderr, line) is None
 
     def clear(self) -> None:
         if self.drawn:
-            streams.show(sys.stderr, "\r\x1b[K")
+            stdio.show(sys.stderr, "\r\x1b[K")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from aiobench.check.plan import META, TABLE_ORDER, CheckTest
-from aiobench.results import PhaseResult, RunResult
+from aiobench.results.model import PhaseResult, RunResult
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

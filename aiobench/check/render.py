@@ -8,8 +8,8 @@ from typing import Any
 
 from aiobench.check.model import CheckResult, Finding, Row
 from aiobench.check.plan import table_order
-from aiobench.results import SCHEMA_VERSION
-from aiobench.results_json import run_to_json
+from aiobench.results.model import SCHEMA_VERSION
+from aiobench.results.tables import run_to_json
 from aiobench.text import printable
 from aiobench.units import MIB, NS_PER_S, format_latency
 

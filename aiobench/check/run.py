@@ -1,7 +1,7 @@
 """Runs a check: calibration, the metadata test and the file tests, each one in-process
 run of the phase runner in the check's own directory; cleanup on every way out.
 
-Each test is a :func:`~aiobench.runner.run_benchmark` of a config built as the CLI builds
+Each test is a :func:`~aiobench.run.runner.run_benchmark` of a config built as the CLI builds
 one (so every run inside the check's JSON is an ordinary result document, its
 ``meta.command`` the equivalent aiobench command line), with a time limit finer than
 ``--timelimit`` takes (``BenchConfig.timelimit_ns``). A signal stops the test in
@@ -22,18 +22,20 @@ import statistics
 import time
 from collections.abc import Callable
 
-from aiobench import __version__, interrupts, ioengines
+from aiobench import __version__
 from aiobench.check import plan
 from aiobench.check.judge import judge
 from aiobench.check.model import CheckResult, Finding, row_of
 from aiobench.check.plan import Calibration, CheckTest
 from aiobench.check.workdir import WorkDir, check_dir, free_bytes, rotational
 from aiobench.config import BenchConfig, build_config
+from aiobench.engines import registry
 from aiobench.errors import AiobenchError, ConfigError
-from aiobench.memory import available_memory, check_memory
-from aiobench.results import PhaseResult, RunResult
-from aiobench.runner import event_loop_name, run_benchmark, run_meta
-from aiobench.targets import filesystem_type, resolve
+from aiobench.plan.memory import available_memory, check_memory
+from aiobench.plan.targets import filesystem_type, resolve
+from aiobench.results.model import PhaseResult, RunResult
+from aiobench.run import interrupts
+from aiobench.run.runner import event_loop_name, run_benchmark, run_meta
 from aiobench.text import printable
 from aiobench.units import MIB, NS_PER_S
 
@@ -111,8 +113,8 @@ class _Check:
         run = run_benchmark(cfg, resolved, meta=meta)
         self.runs += 1
         self.overheads.append(_overhead(run, self.clock() - began))
-        if cfg.ioengine_fallback and ioengines.FALLBACK_NOTE not in self.notes:
-            self.notes.append(ioengines.FALLBACK_NOTE)
+        if cfg.ioengine_fallback and registry.FALLBACK_NOTE not in self.notes:
+            self.notes.append(registry.FALLBACK_NOTE)
         return run, self.clock() - began
 
     @property
@@ -293,7 +295,7 @@ def run_check(
             "filesystem": fstype,
             "direct_io": False,
             "rotational": rotational(dir_path),
-            "ioengine": ioengines.checked(None),
+            "ioengine": registry.checked(None),
             "event_loop": event_loop_name(),
             "budget_s": budget_s,
             "elapsed_ns": 0,

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from aiobench.errors import ConfigError
-from aiobench.targets import mount_of
+from aiobench.plan.targets import mount_of
 from aiobench.text import printable
 
 PREFIX = ".aiobench-check-"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiobench.render.table import entry_label
-from aiobench.results import Compared, IntervalStats, PhaseResult, RunResult, labelled_phases
+from aiobench.results.model import Compared, IntervalStats, PhaseResult, RunResult, labelled_phases
 from aiobench.text import printable
 from aiobench.units import MIB, format_elapsed, format_latency
 
@@ -343,7 +343,7 @@ def compare_command(
     """``aiobench compare``: load, check, print (and write the markdown); the exit code."""
     from aiobench.errors import ConfigError  # (renderers import nothing of the run)
     from aiobench.render.export import checked_export, write_export
-    from aiobench.saved import load_compared
+    from aiobench.results.saved import load_compared
 
     if fail_below is not None and not 0 <= fail_below < MAX_FAIL_BELOW:
         raise ConfigError(f"--fail-below: a percentage from 0 to below 100 (got {fail_below:g})")

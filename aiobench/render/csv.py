@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiobench import __version__
-from aiobench.results import IntervalStats, MixPart, PhaseResult, Totals
-from aiobench.stats import PERCENTILES, LatencySummary
+from aiobench.results.model import IntervalStats, MixPart, PhaseResult, Totals
+from aiobench.stats.recorders import PERCENTILES, LatencySummary
 from aiobench.units import MIB, NS_PER_MS, NS_PER_US
 
 _FIRST_LAST = ("[first]", "[last]")

@@ -1,6 +1,6 @@
 """Whole-document outputs of ``check`` and ``compare`` (``--json FILE``, ``--markdown
 FILE``): checked before anything runs, then written where the name leads (the rules of
-:mod:`aiobench.outfiles`: a regular file replaced atomically, a FIFO or device written in
+:mod:`aiobench.render.outfiles`: a regular file replaced atomically, a FIFO or device written in
 place, a directory or block device refused)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from aiobench import outfiles
 from aiobench.errors import ConfigError
-from aiobench.outfiles import NEW, REGULAR, Place
-from aiobench.outputs import checked_place, reason
+from aiobench.render import outfiles
+from aiobench.render.outfiles import NEW, REGULAR, Place
+from aiobench.render.outputs import checked_place, reason
 from aiobench.text import printable
 
 

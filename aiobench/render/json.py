@@ -1,6 +1,6 @@
 """The ``--json`` document and the NDJSON records of ``--jsonfile`` and ``--livejson``; pure.
 
-The result model's JSON form itself is :mod:`aiobench.results_json`; this module only
+The result model's JSON form itself is :mod:`aiobench.results.tables`; this module only
 serialises it: the document indented, each record on one line.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aiobench.results import SCHEMA_VERSION, IntervalStats, PhaseResult, RunResult
-from aiobench.results_json import interval_to_json, phase_to_json, run_to_json
+from aiobench.results.model import SCHEMA_VERSION, IntervalStats, PhaseResult, RunResult
+from aiobench.results.tables import interval_to_json, phase_to_json, run_to_json
 
 
 def dumps(result: RunResult) -> str:

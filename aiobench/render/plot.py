@@ -1,6 +1,6 @@
 """The ``plot`` PNG: throughput, interval latency and latency percentiles of a saved run.
 
-Draws a run as :func:`aiobench.saved.load_run` reads it back from its ``--json`` document
+Draws a run as :func:`aiobench.results.saved.load_run` reads it back from its ``--json`` document
 (the result model), so any saved result can be plotted later. matplotlib is an optional
 dependency: it is imported only when a plot is drawn, always with the Agg canvas and never
 through pyplot's global state. Text from the document (label, command, host) is drawn as
@@ -19,9 +19,9 @@ import numpy as np
 
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import MKDIRS, PHASE_NAMES, RMDIRS
-from aiobench.results import IntervalStats, PhaseResult, RunResult
-from aiobench.results_json import run_from_json
-from aiobench.stats import LatencySummary
+from aiobench.results.model import IntervalStats, PhaseResult, RunResult
+from aiobench.results.tables import run_from_json
+from aiobench.stats.recorders import LatencySummary
 from aiobench.text import printable
 from aiobench.units import MIB
 

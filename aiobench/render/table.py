@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Generic
 
 from aiobench.config import MAX_NINES
-from aiobench.iterations import IterationSummary, summarize
-from aiobench.results import (
+from aiobench.results.model import (
     EndpointTotals,
     HostTotals,
     MemberT,
@@ -21,7 +20,8 @@ from aiobench.results import (
     TargetTotals,
     target_report,
 )
-from aiobench.stats import LatencySummary
+from aiobench.stats.iterations import IterationSummary, summarize
+from aiobench.stats.recorders import LatencySummary
 from aiobench.text import printable
 from aiobench.units import MIB, NS_PER_MS, NS_PER_US, format_elapsed, format_latency, format_us
 

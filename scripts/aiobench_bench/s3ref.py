@@ -11,7 +11,7 @@ Modes: ``put`` and ``get`` are measured; ``mkbucket``, ``delete`` (the objects) 
 doing whole objects (one request each), the keys dealt out among them. Larger objects: T
 coroutines, each doing its objects one after the other, PUT as a multipart upload of
 B-sized parts and GET as B-sized ranged GETs, up to D of them in flight per coroutine
-(as aiobench's --iodepth). Signing: aiobench.s3.sigv4.Signer, unsigned payload. A failed
+(as aiobench's --iodepth). Signing: aiobench.engines.s3.sigv4.Signer, unsigned payload. A failed
 request ends the run with one line on stderr and exit 1.
 """
 
@@ -35,7 +35,7 @@ import uvloop
 from multidict import CIMultiDictProxy
 from yarl import URL
 
-from aiobench.s3.sigv4 import Signer, canonical_query
+from aiobench.engines.s3.sigv4 import Signer, canonical_query
 
 MODES = ("mkbucket", "put", "get", "delete", "rmbucket")
 

@@ -1,0 +1,300 @@
+"""The POSIX side every file engine shares: probing, opening, preparing, syncing, rank dirs.
+
+An engine (:class:`~aiobench.engines.python.Engine`) owns the syscalls made on its targets; the
+phase runner and the housekeeping blocks only say what should happen. The Python and the
+native engine issue their timed I/O differently but probe, open, prepare, sync and lay out
+rank dirs the same way, through :class:`PosixTargets`; their handles are descriptors
+(:class:`FdTargets`), which only they look inside (:func:`fds_of`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from aiobench.engines.nofollow import explain, reuse_dir
+from aiobench.errors import BenchIOError, ConfigError
+from aiobench.kinds import PhaseKind
+from aiobench.plan.targets import BLOCKDEV, DIR, FILE, Probe, Targets
+
+if TYPE_CHECKING:
+    from aiobench.config import BenchConfig
+    from aiobench.engines.base import IoOptions
+
+# Mode of the dirs and files dir mode creates (less the umask), as mkdir(1) and touch(1).
+DIR_MODE = 0o777
+FILE_MODE = 0o666
+
+
+def _syncfs(fd: int) -> None:
+    """syncfs(2): write back the filesystem holding ``fd`` (os has no binding)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.syncfs(fd) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+class FdTargets(Targets):
+    """File targets (or PATH dirs in dir mode) opened with open(2): a descriptor per PATH,
+    and the files this opening created."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        super().__init__(paths)
+        self.fds: list[int] = []
+        self.created: list[str] = []
+
+    def close(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds.clear()
+
+    def undo(self) -> None:
+        self.close()
+        for path in self.created:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        self.created.clear()
+
+
+def _sysfs_size(path: str) -> int:
+    """Bytes of block device ``path`` from sysfs, without opening the device."""
+    try:
+        rdev = os.stat(path).st_rdev
+        sysfs = f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}/size"
+        with open(sysfs, encoding="ascii") as handle:
+            return int(handle.read()) * 512  # sysfs counts 512-byte sectors on every device
+    except (OSError, ValueError):
+        raise ConfigError(
+            f"{path}: --dryrun finds no size of this block device without opening it; "
+            "give -s/--size"
+        ) from None
+
+
+def fds_of(targets: Targets) -> list[int]:
+    """The descriptors of targets a POSIX engine opened (another engine's: an error)."""
+    if not isinstance(targets, FdTargets):
+        raise TypeError(f"targets of another engine: {type(targets).__name__}")
+    return targets.fds
+
+
+class PosixTargets:
+    """Probing and opening targets, and untimed work on them (file or dir fds)."""
+
+    def probe(self, path: str, opening: bool = True) -> Probe:
+        """Type and size of ``path``: a regular file (or a missing one), a block device or
+        a dir; anything else is a :class:`ConfigError`. Without ``opening`` (--dryrun) a
+        block device's size is the sector count sysfs shows."""
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            parent = os.path.dirname(os.path.abspath(path))
+            return Probe(FILE, None, creatable=os.path.isdir(parent))
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot stat: {exc.strerror}") from None
+        if stat.S_ISREG(mode):
+            return Probe(FILE, os.stat(path).st_size)
+        if stat.S_ISDIR(mode):
+            return Probe(DIR, 0)
+        if not stat.S_ISBLK(mode):
+            raise ConfigError(f"{path}: not a regular file, block device or directory")
+        if not opening:
+            return Probe(BLOCKDEV, _sysfs_size(path))
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot open block device: {exc.strerror}") from None
+        try:
+            return Probe(BLOCKDEV, os.lseek(fd, 0, os.SEEK_END))
+        finally:
+            os.close(fd)
+
+    def open(
+        self, cfg: BenchConfig, path_type: str, check: Callable[[], None] | None = None
+    ) -> FdTargets:
+        """Open every path for the run; create missing files when writing.
+
+        On any failure the files created here are removed again and :class:`ConfigError`
+        is raised, so a refused run leaves nothing behind. ``check`` is called before each
+        file target and may raise to stop (:func:`aiobench.run.interrupts.check`: a signal
+        came); what was created is removed then too.
+        """
+        opened = FdTargets(cfg.paths)
+        if path_type == DIR:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+            try:
+                for path in cfg.paths:
+                    opened.fds.append(os.open(path, flags))
+            except OSError as exc:
+                opened.close()
+                raise ConfigError(f"{path}: cannot open the directory: {exc.strerror}") from None
+            return opened
+        try:
+            for path in cfg.paths:
+                if check is not None:
+                    check()
+                opened.fds.append(_open_one(cfg, path, path_type, opened.created))
+        except BaseException:
+            opened.undo()
+            raise
+        return opened
+
+    def slot_depth(
+        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+    ) -> int:
+        """How many operations one slot keeps in flight: 1 here, so a thread runs
+        ``iodepth`` slots, one executor thread each; an engine that queues operations
+        asynchronously runs one slot per thread with up to ``iodepth`` in flight."""
+        return 1
+
+    def prepare_files(
+        self,
+        targets: Targets,
+        sizes: Sequence[int],
+        *,
+        trunc: bool,
+        trunctosize: bool,
+        prealloc: bool,
+    ) -> BenchIOError | None:
+        """Before a write phase: --trunc, --trunctosize, --preallocfile, in that order."""
+        for fd, path, size in zip(fds_of(targets), targets.paths, sizes, strict=True):
+            step = "ftruncate"
+            try:
+                if trunc:
+                    os.ftruncate(fd, 0)
+                if trunctosize:
+                    os.ftruncate(fd, size)
+                if prealloc:
+                    step = "posix_fallocate"
+                    os.posix_fallocate(fd, 0, size)
+            except OSError as exc:
+                detail = f"{step}: {exc.strerror or os.strerror(exc.errno or 0)}"
+                return BenchIOError(path=path, offset=0, errno=exc.errno or 0, detail=detail)
+        return None
+
+    def rank_dirs(
+        self,
+        targets: Targets,
+        dirs: Sequence[tuple[int, str]],
+        *,
+        remove: bool,
+        missing_ok: bool,
+    ) -> BenchIOError | None:
+        """Create (or with ``remove`` remove) the ``(path index, name)`` dirs, names of one
+        component relative to their PATH. An existing dir is reused (a real dir only, never
+        a symlink); with ``missing_ok`` (--nodelerr) a missing one is fine on removal."""
+        fds, index, name = fds_of(targets), 0, ""
+        try:
+            for index, name in dirs:
+                if not remove:
+                    try:
+                        os.mkdir(name, DIR_MODE, dir_fd=fds[index])
+                    except FileExistsError:
+                        reuse_dir(name, fds[index])
+                else:
+                    with contextlib.suppress(*((FileNotFoundError,) if missing_ok else ())):
+                        os.rmdir(name, dir_fd=fds[index])
+        except OSError as exc:
+            cause = explain(exc, name, fds[index])  # rmdir of a symlink: ENOTDIR
+            return BenchIOError.from_os(os.path.join(targets.paths[index], name), None, cause)
+        return None
+
+    def sync(self, targets: Targets) -> None:
+        """Write back each filesystem (or block device) of the targets once; raises
+        :class:`~aiobench.errors.BenchIOError`."""
+        seen: set[int] = set()
+        for fd, path in zip(fds_of(targets), targets.paths, strict=True):
+            st = os.fstat(fd)
+            key = st.st_rdev if st.st_rdev else st.st_dev
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                if st.st_rdev:
+                    os.fsync(fd)  # a block device: its own buffers
+                else:
+                    _syncfs(fd)
+            except OSError as exc:
+                raise BenchIOError(
+                    path=path, offset=0, errno=exc.errno or 0, detail=f"sync: {exc.strerror}"
+                ) from None
+
+
+def _open_one(
+    cfg: BenchConfig,
+    path: str,
+    path_type: str,
+    created: list[str],
+) -> int:
+    flags = os.O_RDWR if cfg.write else os.O_RDONLY
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    if path_type == BLOCKDEV and cfg.write:
+        # O_EXCL on a block device: the kernel refuses (EBUSY) while it is mounted or held
+        # by md/dm/swap, and keeps it from being mounted while we write.
+        flags |= os.O_EXCL
+    elif path_type == FILE and cfg.write and not os.path.exists(path):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            pass  # another MPI rank created it just now: not ours to remove
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot create: {exc.strerror}") from None
+        else:
+            created.append(path)
+    if cfg.direct:
+        flags |= os.O_DIRECT
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.EBUSY and path_type == BLOCKDEV:
+            raise ConfigError(
+                f"{path}: block device is mounted or in use; refusing to write to it"
+            ) from None
+        if exc.errno == errno.EINVAL and cfg.direct:
+            raise ConfigError(
+                f"--direct: the filesystem of {path} does not support O_DIRECT"
+            ) from None
+        raise ConfigError(f"{path}: cannot open: {exc.strerror}") from None
+    if path_type == BLOCKDEV and cfg.write:
+        # Only after the exclusive open, so a mounted device is reported as mounted.
+        try:
+            _refuse_signature(cfg, path)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
+
+
+def _refuse_signature(cfg: BenchConfig, path: str) -> None:
+    if cfg.force:
+        return
+    found = blockdev_signature(path)
+    if found:
+        raise ConfigError(
+            f"{path}: holds {found}; writing would destroy it (add --force to overwrite)"
+        )
+
+
+def blockdev_signature(path: str) -> str | None:
+    """Describe a filesystem/partition-table signature on ``path`` (via blkid), or None."""
+    blkid = shutil.which("blkid")
+    if blkid is None:
+        return "data that cannot be checked (blkid from util-linux is not installed)"
+    proc = subprocess.run(
+        [blkid, "-p", "-o", "export", path], capture_output=True, text=True, check=False
+    )
+    if proc.returncode == 2 and not proc.stderr.strip():
+        return None
+    fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    kind = fields.get("TYPE") or fields.get("PTTYPE")
+    if proc.returncode == 0 and kind:
+        return f"a filesystem or partition-table signature ({kind})"
+    return f"data that cannot be checked (blkid: {proc.stderr.strip() or proc.returncode})"

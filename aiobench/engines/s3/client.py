@@ -1,0 +1,541 @@
+"""An S3 client for one endpoint on the event loop: aiohttp and aiobench's SigV4 signer.
+
+Only what the benchmark needs, each call one request: buckets (create, delete), objects
+(PUT, multipart upload, HEAD, ranged GET into the caller's buffer, DELETE), listing
+(ListObjectsV2, a page at a time) and batched DeleteObjects. Requests go unsigned-payload,
+without checksums or ``Expect: 100-continue``; PUT bodies are sent from the caller's
+memoryview with an explicit Content-Length, GET bodies are copied into the caller's reused
+buffer. Connections are pooled, at most ``max_connections``; a connect that does not
+complete in ``connect_timeout_s`` and a read that stalls ``read_timeout_s`` fail.
+
+Every failure is an :class:`~aiobench.errors.S3Error` naming the endpoint, bucket/key (and
+offset of a ranged GET), the HTTP status and S3 error code, or why no answer came
+(connection refused, reset, timed out). Credentials never appear in one: the key id and
+secret are scrubbed from any text a server sends back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import errno as errno_mod
+import hashlib
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from xml.sax.saxutils import escape
+
+import aiohttp
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.payload import Payload
+from multidict import CIMultiDictProxy
+from yarl import URL
+
+from aiobench.engines.s3.layout import BucketAddress, Credentials, Endpoint, bucket_address
+from aiobench.engines.s3.sigv4 import Signer, canonical_query, encode_path
+from aiobench.errors import S3Error
+
+# A connect to a loopback or LAN endpoint takes well under a millisecond; one that takes
+# seconds is a host that is down or filtered, and the run should say so instead of hanging.
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+# A read that stalls this long (no byte at all) is a server that stopped answering.
+DEFAULT_READ_TIMEOUT_S = 60.0
+# Large PUT bodies are handed to the transport in slices of this size, each awaited, so a
+# 64 MiB body neither blocks the loop nor is copied whole into the transport's buffer.
+_WRITE_SLICE_BYTES = 1 << 20
+# An error body is a short XML document; more than this is not read.
+_MAX_ERROR_BODY_BYTES = 64 << 10
+# S3's limit of keys in one DeleteObjects request.
+MAX_DELETE_KEYS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """One ListObjectsV2 page: keys with their sizes, and the token of the next page
+    (None on the last)."""
+
+    keys: list[str]
+    sizes: list[int]
+    next_token: str | None
+
+
+class _BufferPayload(Payload):
+    """A request body sent from the caller's memoryview without copying it first."""
+
+    _value: memoryview
+
+    def __init__(self, value: memoryview) -> None:
+        view = value.cast("B") if value.format != "B" or value.ndim != 1 else value
+        super().__init__(view, content_type="application/octet-stream")
+        self._size = view.nbytes
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return bytes(self._value).decode(encoding, errors)
+
+    async def as_bytes(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return bytes(self._value)
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        await self.write_with_length(writer, None)
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        view = self._value if content_length is None else self._value[:content_length]
+        for start in range(0, view.nbytes, _WRITE_SLICE_BYTES):
+            await writer.write(view[start : start + _WRITE_SLICE_BYTES])
+
+
+def _local(tag: str) -> str:
+    """An XML tag without its namespace."""
+    return tag.rpartition("}")[2]
+
+
+def _child_text(element: ET.Element, name: str) -> str:
+    for child in element:
+        if _local(child.tag) == name:
+            return child.text or ""
+    return ""
+
+
+class S3Client:
+    """Requests to one endpoint with one set of credentials; use ``async with``.
+
+    ``max_connections`` bounds the pooled connections (the engine gives it the number of
+    slots that use the endpoint). Not safe to share across event loops.
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        credentials: Credentials,
+        region: str,
+        *,
+        virtual_host: bool = False,
+        max_connections: int = 16,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+    ) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1 (got {max_connections})")
+        self.endpoint = endpoint
+        self.region = region
+        self.virtual_host = virtual_host
+        self.max_connections = max_connections
+        self._signer = Signer(
+            credentials.access_key,
+            credentials.secret_key,
+            region,
+            session_token=credentials.session_token,
+        )
+        self._scrub = tuple(
+            s
+            for s in (credentials.session_token, credentials.secret_key, credentials.access_key)
+            if len(s) >= 4
+        )
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
+        )
+        self._connect_timeout_s = connect_timeout_s
+        self._read_timeout_s = read_timeout_s
+        self._session: aiohttp.ClientSession | None = None
+        self._addresses: dict[str, BucketAddress] = {}
+        self._date_second = -1
+        self._date = ""
+
+    def __repr__(self) -> str:
+        return f"S3Client({self.endpoint.url!r}, region={self.region!r})"
+
+    async def __aenter__(self) -> S3Client:
+        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=self._timeout,
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent", "Accept-Encoding"),
+            # Raw bodies only: no cookie handling, no redirects (an S3 redirect is an error
+            # to report, not to follow with the same signature).
+            cookie_jar=aiohttp.DummyCookieJar(),
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    # -- buckets ---------------------------------------------------------------------------
+
+    async def create_bucket(self, bucket: str) -> None:
+        """Create ``bucket``; one that exists and is ours already is no error."""
+        body = b""
+        if self.region != "us-east-1":  # AWS wants the region named for any other
+            body = (
+                "<CreateBucketConfiguration><LocationConstraint>"
+                f"{escape(self.region)}</LocationConstraint></CreateBucketConfiguration>"
+            ).encode()
+        status, _, data = await self._call("PUT", bucket, "", body=body, ok=(200, 409))
+        if status == 409:
+            code, message = self._error_fields(data)
+            if code != "BucketAlreadyOwnedByYou":
+                raise self._error(bucket, "", None, status, code, message or "conflict")
+
+    async def delete_bucket(self, bucket: str) -> None:
+        await self._call("DELETE", bucket, "", ok=(204, 200))
+
+    # -- objects ---------------------------------------------------------------------------
+
+    async def put_object(self, bucket: str, key: str, body: memoryview) -> str:
+        """PUT ``body`` as the object; returns its ETag."""
+        _, headers, _ = await self._call("PUT", bucket, key, body=body)
+        return headers.get("ETag", "")
+
+    async def head_object(self, bucket: str, key: str) -> int:
+        """The object's size in bytes (HEAD)."""
+        _, headers, _ = await self._call("HEAD", bucket, key)
+        try:
+            return int(headers["Content-Length"])
+        except (KeyError, ValueError):
+            raise self._error(bucket, key, None, 200, "", "HEAD without a Content-Length") from None
+
+    async def delete_object(self, bucket: str, key: str) -> None:
+        await self._call("DELETE", bucket, key, ok=(204, 200))
+
+    async def get_range(
+        self, bucket: str, key: str, offset: int, into: memoryview
+    ) -> tuple[int, int]:
+        """GET bytes ``offset`` .. ``offset + len(into) - 1`` of the object into ``into``.
+
+        Returns (bytes read, time to first byte in ns): from just before the request is
+        sent to the first body bytes reaching this coroutine (``perf_counter_ns``). Fewer
+        bytes than asked come back only where the object ends earlier.
+        """
+        want = into.nbytes
+        if want <= 0:
+            raise ValueError("get_range needs a buffer of at least one byte")
+        headers = {"Range": f"bytes={offset}-{offset + want - 1}"}
+        session = self._live_session()
+        url, signed = self._prepare("GET", bucket, key, "", headers)
+        got = 0
+        start = time.perf_counter_ns()
+        ttfb = 0
+        try:
+            async with session.request("GET", url, headers=signed, allow_redirects=False) as resp:
+                if resp.status not in (200, 206):
+                    data = await resp.content.read(_MAX_ERROR_BODY_BYTES)
+                    code, message = self._error_fields(data)
+                    raise self._error(bucket, key, offset, resp.status, code, message, resp)
+                if resp.status == 200 and offset != 0:
+                    raise self._error(
+                        bucket, key, offset, 200, "", "the server ignored the Range header"
+                    )
+                content = resp.content
+                target = into.cast("B") if into.format != "B" or into.ndim != 1 else into
+                while True:
+                    chunk = await content.readany()
+                    if not chunk:
+                        break
+                    if not ttfb:
+                        ttfb = time.perf_counter_ns() - start
+                    end = got + len(chunk)
+                    if end > want:
+                        raise self._error(
+                            bucket, key, offset, resp.status, "", "more bytes than the range"
+                        )
+                    target[got:end] = chunk
+                    got = end
+        except aiohttp.ClientError as exc:
+            raise self._transport_error(exc, bucket, key, offset, got) from None
+        except asyncio.TimeoutError:
+            raise self._timeout_error(bucket, key, offset) from None
+        if not ttfb:
+            ttfb = time.perf_counter_ns() - start
+        return got, ttfb
+
+    # -- multipart upload ------------------------------------------------------------------
+
+    async def create_multipart_upload(self, bucket: str, key: str) -> str:
+        """Start a multipart upload; returns its upload id."""
+        _, _, data = await self._call("POST", bucket, key, query=[("uploads", "")])
+        upload_id = _child_text(self._parse(data, bucket, key), "UploadId")
+        if not upload_id:
+            raise self._error(bucket, key, None, 200, "", "no UploadId in the answer")
+        return upload_id
+
+    async def upload_part(
+        self, bucket: str, key: str, upload_id: str, part_number: int, body: memoryview
+    ) -> str:
+        """Upload part ``part_number`` (1-based); returns its ETag, for completing."""
+        query = [("partNumber", str(part_number)), ("uploadId", upload_id)]
+        _, headers, _ = await self._call("PUT", bucket, key, query=query, body=body)
+        etag = headers.get("ETag", "")
+        if not etag:
+            raise self._error(bucket, key, None, 200, "", f"no ETag for part {part_number}")
+        return etag
+
+    async def complete_multipart_upload(
+        self, bucket: str, key: str, upload_id: str, etags: Sequence[str]
+    ) -> None:
+        """Complete the upload from its parts' ETags, in part order (1, 2, ...)."""
+        parts = "".join(
+            f"<Part><PartNumber>{n}</PartNumber><ETag>{escape(etag)}</ETag></Part>"
+            for n, etag in enumerate(etags, start=1)
+        )
+        body = f"<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>".encode()
+        _, _, data = await self._call(
+            "POST", bucket, key, query=[("uploadId", upload_id)], body=body
+        )
+        # S3 may answer 200 and still fail the completion, in the body.
+        root = self._parse(data, bucket, key)
+        if _local(root.tag) == "Error":
+            code = _child_text(root, "Code")
+            raise self._error(bucket, key, None, 200, code, _child_text(root, "Message"))
+
+    async def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
+        await self._call("DELETE", bucket, key, query=[("uploadId", upload_id)], ok=(204, 200))
+
+    # -- listing and batched deletes -------------------------------------------------------
+
+    async def list_objects(
+        self, bucket: str, prefix: str = "", max_keys: int = 1000, token: str | None = None
+    ) -> ListPage:
+        """One ListObjectsV2 page of up to ``max_keys`` keys below ``prefix``."""
+        query = [("list-type", "2"), ("max-keys", str(max_keys))]
+        if prefix:
+            query.append(("prefix", prefix))
+        if token:
+            query.append(("continuation-token", token))
+        _, _, data = await self._call("GET", bucket, "", query=query)
+        root = self._parse(data, bucket, "")
+        keys: list[str] = []
+        sizes: list[int] = []
+        truncated = False
+        next_token: str | None = None
+        for child in root:
+            name = _local(child.tag)
+            if name == "Contents":
+                keys.append(_child_text(child, "Key"))
+                size = _child_text(child, "Size")
+                sizes.append(int(size) if size.isdigit() else 0)
+            elif name == "IsTruncated":
+                truncated = (child.text or "").strip() == "true"
+            elif name == "NextContinuationToken":
+                next_token = child.text or None
+        if truncated and not next_token:
+            raise self._error(bucket, "", None, 200, "", "a truncated listing without a token")
+        return ListPage(keys, sizes, next_token if truncated else None)
+
+    async def delete_objects(self, bucket: str, keys: Sequence[str]) -> None:
+        """Delete up to 1000 objects in one DeleteObjects request (quiet mode: the server
+        names only the keys it failed to delete, and the first is raised)."""
+        if not 0 < len(keys) <= MAX_DELETE_KEYS:
+            raise ValueError(f"delete_objects takes 1 to {MAX_DELETE_KEYS} keys (got {len(keys)})")
+        objects = "".join(f"<Object><Key>{escape(key)}</Key></Object>" for key in keys)
+        body = f"<Delete><Quiet>true</Quiet>{objects}</Delete>".encode()
+        # S3 requires an integrity header on DeleteObjects: Content-MD5 is the one every
+        # S3 server takes.
+        md5 = base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
+        _, _, data = await self._call(
+            "POST", bucket, "", query=[("delete", "")], body=body, headers={"Content-MD5": md5}
+        )
+        root = self._parse(data, bucket, "")
+        for child in root:
+            if _local(child.tag) == "Error":
+                key = _child_text(child, "Key")
+                code = _child_text(child, "Code")
+                raise self._error(bucket, key, None, 200, code, _child_text(child, "Message"))
+
+    # -- the request path ------------------------------------------------------------------
+
+    def _live_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("S3Client used outside 'async with'")
+        return self._session
+
+    def _when(self) -> str:
+        now = int(time.time())
+        if now != self._date_second:
+            self._date_second = now
+            self._date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+        return self._date
+
+    def _prepare(
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        query: str,
+        headers: dict[str, str],
+    ) -> tuple[URL, dict[str, str]]:
+        address = self._addresses.get(bucket)
+        if address is None:
+            address = self._addresses[bucket] = bucket_address(
+                self.endpoint, bucket, self.virtual_host
+            )
+        path = address.object_path(encode_path(key)) if key else (address.path or "/")
+        self._signer.sign_s3(method, path, query, address.host, headers, self._when())
+        # Built from its parts: parsing a URL string costs ~5x as much (3 us), per request.
+        url = URL.build(
+            scheme=address.scheme,
+            authority=address.host,
+            path=path,
+            query_string=query,
+            encoded=True,
+        )
+        return url, headers
+
+    async def _call(
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | memoryview | None = None,
+        headers: dict[str, str] | None = None,
+        ok: tuple[int, ...] = (200,),
+    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
+        """One request whose answer is read whole: (status, headers, body)."""
+        session = self._live_session()
+        sent = {} if headers is None else dict(headers)
+        payload: _BufferPayload | None = None
+        if body is not None:
+            payload = _BufferPayload(memoryview(body))
+            sent["Content-Length"] = str(payload.size)
+        elif method in ("PUT", "POST"):
+            sent["Content-Length"] = "0"
+        url, signed = self._prepare(
+            method, bucket, key, canonical_query(query) if query else "", sent
+        )
+        try:
+            async with session.request(
+                method, url, headers=signed, data=payload, allow_redirects=False
+            ) as resp:
+                if resp.status not in ok:
+                    data = await resp.content.read(_MAX_ERROR_BODY_BYTES)
+                    code, message = self._error_fields(data)
+                    raise self._error(bucket, key, None, resp.status, code, message, resp)
+                return resp.status, resp.headers, await resp.read()
+        except aiohttp.ClientError as exc:
+            raise self._transport_error(exc, bucket, key, None, None) from None
+        except asyncio.TimeoutError:
+            raise self._timeout_error(bucket, key, None) from None
+
+    # -- errors ----------------------------------------------------------------------------
+
+    def _clean(self, text: str) -> str:
+        """Server text made safe to show: credentials cut out, one line, not too long."""
+        for secret in self._scrub:
+            text = text.replace(secret, "***")
+        text = " ".join(text.split())
+        return text if len(text) <= 300 else text[:300] + "..."
+
+    def _error_fields(self, data: bytes) -> tuple[str, str]:
+        """(Code, Message) of an S3 XML error body; empty where there is none."""
+        if not data:
+            return "", ""
+        try:
+            root = ET.fromstring(data)
+        except ET.ParseError:
+            return "", self._clean(data[:200].decode("utf-8", "replace"))
+        return self._clean(_child_text(root, "Code")), self._clean(_child_text(root, "Message"))
+
+    def _parse(self, data: bytes, bucket: str, key: str) -> ET.Element:
+        try:
+            return ET.fromstring(data)
+        except ET.ParseError:
+            raise self._error(bucket, key, None, 200, "", "an answer that is not XML") from None
+
+    def _error(
+        self,
+        bucket: str,
+        key: str,
+        offset: int | None,
+        status: int,
+        code: str,
+        message: str,
+        resp: aiohttp.ClientResponse | None = None,
+    ) -> S3Error:
+        reason = message or (resp.reason if resp is not None and resp.reason else "") or "failed"
+        return S3Error(
+            endpoint=self.endpoint.url,
+            bucket=bucket,
+            key=key,
+            offset=offset,
+            status=status,
+            code=code,
+            reason=self._clean(reason),
+        )
+
+    def _transport_error(
+        self, exc: aiohttp.ClientError, bucket: str, key: str, offset: int | None, got: int | None
+    ) -> S3Error:
+        """No (complete) answer: refused, reset, closed or a broken body."""
+        err = 0
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            cause = exc.certificate_error
+            detail = getattr(cause, "verify_message", None) or cause
+            reason = (
+                f"the server's TLS certificate was not accepted: {detail}; for a private "
+                "CA, point SSL_CERT_FILE at its certificate"
+            )
+        elif isinstance(exc, aiohttp.ClientSSLError):  # (its errno is OpenSSL's, not the OS's)
+            reason = f"the TLS handshake failed: {getattr(exc.os_error, 'reason', None) or exc}"
+        elif isinstance(exc, aiohttp.ClientConnectorError):
+            err = exc.os_error.errno or 0
+            reason = f"cannot connect: {exc.os_error.strerror or exc.os_error}"
+        elif isinstance(exc, aiohttp.ServerDisconnectedError):
+            err = errno_mod.ECONNRESET
+            reason = "the server closed the connection without an answer"
+        elif isinstance(exc, aiohttp.ClientPayloadError):
+            err = errno_mod.ECONNRESET
+            after = "" if got is None else f" after {got} bytes"
+            reason = f"the connection broke in the response body{after}"
+        elif isinstance(exc, aiohttp.ClientResponseError):  # the answer could not be parsed
+            reason = f"a malformed answer: {' '.join(str(exc.message).split())}"
+        elif isinstance(exc, aiohttp.ServerTimeoutError):
+            return self._timeout_error(bucket, key, offset, exc)
+        elif isinstance(exc, aiohttp.ClientOSError):
+            err = exc.errno or 0
+            reason = f"connection failed: {exc.strerror or exc}"
+        else:
+            reason = f"request failed: {type(exc).__name__}: {exc}"
+        return S3Error(
+            endpoint=self.endpoint.url,
+            bucket=bucket,
+            key=key,
+            offset=offset,
+            errno=err,
+            reason=self._clean(reason),
+        )
+
+    def _timeout_error(
+        self, bucket: str, key: str, offset: int | None, exc: BaseException | None = None
+    ) -> S3Error:
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            reason = f"no connection within the connect timeout of {self._connect_timeout_s:g} s"
+        elif isinstance(exc, aiohttp.SocketTimeoutError):
+            reason = f"no data within the read timeout of {self._read_timeout_s:g} s"
+        else:
+            reason = (
+                f"no answer (connect timeout {self._connect_timeout_s:g} s, "
+                f"read timeout {self._read_timeout_s:g} s)"
+            )
+        return S3Error(
+            endpoint=self.endpoint.url,
+            bucket=bucket,
+            key=key,
+            offset=offset,
+            errno=errno_mod.ETIMEDOUT,
+            reason=reason,
+        )

@@ -1,0 +1,491 @@
+"""The S3 engine: dir mode's phases as S3 requests, on the event loop.
+
+A run is a thread rank's objects (dir mode's files, :class:`~aiobench.plan.dirmode.EntryRun`),
+or the buckets of MKBUCKETS/RMBUCKETS, done one after the other by one slot's coroutine.
+Each slot has one request in flight, so a thread with ``--iodepth D`` has up to D: its D
+slots. Every object is an entry (its latency is the object's); every request that moves
+data is an I/O operation (a PUT, a part of a multipart upload, a ranged GET of ``-b``
+bytes). Objects larger than ``-b`` are uploaded in parts of ``-b``. With ``--verify SALT``
+each object holds the pattern of :mod:`aiobench.engines.verify` (its offsets those within the
+object), and every GET body is checked against it. The requests are
+:class:`~aiobench.engines.s3.client.S3Client`'s, one client per endpoint, used by the thread ranks
+round-robin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import math
+import os
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from time import perf_counter_ns
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from aiobench.engines.base import IoOptions, Job, ListRecord, RawBatch
+from aiobench.engines.s3.client import S3Client
+from aiobench.engines.s3.layout import (
+    BucketPath,
+    Credentials,
+    Endpoint,
+    check_virtual_host,
+    endpoint_of_rank,
+    parse_credentials,
+    parse_endpoints,
+    parse_path,
+    parse_paths,
+    parse_region,
+)
+from aiobench.engines.verify import check, pattern
+from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
+from aiobench.kinds import (
+    LISTOBJ,
+    MKDIRS,
+    MULTIDEL,
+    READ,
+    RMDIRS,
+    RMFILES,
+    STAT,
+    WRITE,
+    PathType,
+    PhaseKind,
+)
+from aiobench.plan.dirmode import EntryRun
+from aiobench.plan.targets import Probe, Targets
+
+if TYPE_CHECKING:
+    from aiobench.config import BenchConfig
+
+T = TypeVar("T")
+
+
+class S3Targets(Targets):
+    """The buckets of a run and the clients of its endpoints (made on the event loop when
+    first used, closed there by :meth:`release`)."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        buckets: tuple[BucketPath, ...],
+        endpoints: tuple[Endpoint, ...],
+        credentials: Credentials,
+        region: str,
+        virtual_host: bool,
+        objprefix: str,
+        max_connections: int,
+        multidel: int = 0,
+    ) -> None:
+        super().__init__(paths)
+        self.buckets = buckets
+        self.endpoints = endpoints
+        self.objprefix = objprefix
+        self._credentials = credentials
+        self._region = region
+        self._virtual_host = virtual_host
+        self._max_connections = max_connections
+        self.multidel = multidel  # --s3multidel: keys per DeleteObjects request
+        self._clients: dict[Endpoint, S3Client] = {}
+        # LISTOBJ and MULTIDEL: one listing of a bucket at a time (a thread's slots share
+        # its buckets), and where LISTOBJ's listing of each got to.
+        self._locks: dict[int, asyncio.Lock] = {}
+        self.tokens: dict[int, str | None] = {}
+
+    def lock(self, bucket: int) -> asyncio.Lock:
+        """The lock of PATH ``bucket``'s listing (made on the event loop)."""
+        return self._locks.setdefault(bucket, asyncio.Lock())
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        return tuple(endpoint.url for endpoint in self.endpoints)
+
+    async def client(self, rank: int) -> S3Client:
+        """The client of thread rank ``rank``'s endpoint."""
+        endpoint = endpoint_of_rank(self.endpoints, rank)
+        client = self._clients.get(endpoint)
+        if client is None:
+            client = S3Client(
+                endpoint,
+                self._credentials,
+                self._region,
+                virtual_host=self._virtual_host,
+                max_connections=self._max_connections,
+            )
+            await client.__aenter__()  # (does not wait: no other slot gets in between)
+            self._clients[endpoint] = client
+        return client
+
+    async def release(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+    def close(self) -> None:
+        """Nothing is held outside the event loop (see :meth:`release`)."""
+
+    def undo(self) -> None:
+        """Opening created nothing: the buckets and objects are the phases' work."""
+
+
+def _targets(job: Job) -> S3Targets:
+    targets = job.targets
+    if not isinstance(targets, S3Targets):
+        raise TypeError("the S3 engine runs only on what it opened")  # a programming error
+    return targets
+
+
+def _block(job: Job, offset: int, length: int) -> memoryview:
+    """The body of ``length`` bytes at ``offset`` of an object: with --verify its pattern,
+    else the next write window of the slot's buffer, as one view."""
+    salt = job.options.verify
+    if salt is not None:
+        return memoryview(pattern(offset, length, salt))
+    assert job.buf is not None
+    parts = job.buf.next_block(length)
+    return parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
+
+
+class S3Engine:
+    """Object storage over S3's REST API (:class:`~aiobench.engines.python.AsyncEngine`)."""
+
+    name = "s3"
+
+    def __init__(self) -> None:
+        # Objects larger than -b (but not --rand's single blocks): a thread keeps up to
+        # --iodepth of one object's parts or ranges in flight (see slot_depth).
+        self._in_parts = False
+
+    def probe(self, path: str, opening: bool = True) -> Probe:
+        """An ``s3://bucket[/prefix]`` PATH; nothing is asked of the server before the run."""
+        parse_path(path)
+        return Probe(PathType.S3, None)
+
+    def open(
+        self, cfg: BenchConfig, path_type: str, check: Callable[[], None] | None = None
+    ) -> S3Targets:
+        if path_type != PathType.S3:
+            raise ConfigError(f"{cfg.paths[0]}: the S3 engine takes only s3:// PATHs")
+        self._in_parts = cfg.size_bytes > cfg.block_size and not cfg.rand
+        endpoints = parse_endpoints(cfg.s3endpoints, os.environ)
+        if cfg.s3virtaddr:
+            check_virtual_host(endpoints)
+        # Each endpoint serves every len(endpoints)-th thread rank, each with its slots.
+        slots = math.ceil(cfg.threads / len(endpoints)) * cfg.iodepth
+        return S3Targets(
+            cfg.paths,
+            buckets=parse_paths(cfg.paths),
+            endpoints=endpoints,
+            credentials=parse_credentials(cfg.s3key, cfg.s3secret, os.environ),
+            region=parse_region(cfg.s3region),
+            virtual_host=cfg.s3virtaddr,
+            objprefix=cfg.s3objprefix,
+            max_connections=min(slots, cfg.s3maxconns or slots),
+            multidel=cfg.s3multidel,
+        )
+
+    def prepare_files(
+        self,
+        targets: Targets,
+        sizes: Sequence[int],
+        *,
+        trunc: bool,
+        trunctosize: bool,
+        prealloc: bool,
+    ) -> BenchIOError | None:
+        return None  # (refused for object storage: see config.validate)
+
+    def rank_dirs(
+        self,
+        targets: Targets,
+        dirs: Sequence[tuple[int, str]],
+        *,
+        remove: bool,
+        missing_ok: bool,
+    ) -> BenchIOError | None:
+        return None  # key prefixes need no making
+
+    def sync(self, targets: Targets) -> None:
+        """(--sync is refused for object storage.)"""
+
+    def slot_depth(
+        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+    ) -> int:
+        """Objects larger than a block: one slot per thread, with up to ``iodepth`` of an
+        object's parts or ranges in flight; else ``iodepth`` slots with one request each."""
+        return iodepth if kind in (WRITE, READ) and self._in_parts else 1
+
+    def run(self, job: Job) -> RawBatch:
+        raise TypeError("the S3 engine runs on the event loop (run_async)")
+
+    async def run_async(self, job: Job) -> RawBatch:
+        released = await job.released_async()
+        if released is None:
+            return ListRecord().batch()  # the phase was stopped before it started
+        run = released.ops
+        assert isinstance(run, EntryRun)
+        targets = _targets(released)
+        requests = _Requests(released, run, await targets.client(run.rank))
+        stopped = released.stop.is_set if released.stop is not None else (lambda: False)
+        record, index = requests.record, run.path_index
+        try:
+            if released.kind in (LISTOBJ, MULTIDEL):
+                await requests.whole_buckets(targets, stopped)
+                return requests.batch()
+            for k in range(len(run)):
+                due = requests.due(k, 0)
+                if due > released.until_ns:  # --limit...: not before this run's end
+                    await _sleep_until(released.until_ns)
+                    break  # (the rest waits for the slot's next run)
+                if due:
+                    await _sleep_until(due)
+                bucket = targets.buckets[index if isinstance(index, int) else index[k]]
+                record.starts.append(perf_counter_ns())
+                if released.kind in (MKDIRS, RMDIRS):
+                    await requests.bucket(bucket.bucket)
+                else:
+                    await requests.object(
+                        k, bucket.bucket, bucket.key(run.name(k), targets.objprefix)
+                    )
+                record.ends.append(end := perf_counter_ns())
+                if due:
+                    record.intended.append(due)
+                if end > released.until_ns or stopped():
+                    break
+        except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
+            record.error = exc
+        return requests.batch()
+
+
+# The most keys one ListObjectsV2 page holds.
+MAX_LIST_KEYS = 1000
+
+
+def _too_few(path: BucketPath, what: str) -> BenchIOError:
+    return BenchIOError(
+        path=str(path),
+        offset=None,
+        errno=errno.ENOENT,
+        detail=f"{what}: the bucket holds fewer of the objects than -t, -n and -N make "
+        "(they must match the run that wrote them)",
+    )
+
+
+async def _sleep_until(instant_ns: int) -> None:
+    wait = instant_ns - perf_counter_ns()
+    if wait > 0:
+        await asyncio.sleep(wait / 1e9)
+
+
+class _Requests:
+    """The requests of one run, and what they recorded: each request that moves data is
+    timed (``io_starts``/``io_ends``), each GET's time to first byte kept. Under a rate
+    limit request j of entry k is due ``((first + k) * per + j) * block / rate`` after the
+    phase start, its thread's requests numbered in order (all its slots share them)."""
+
+    def __init__(self, job: Job, run: EntryRun, client: S3Client) -> None:
+        self.job, self.run, self.client = job, run, client
+        self.record = ListRecord()
+        self.first_bytes: list[int] = []
+        rate = job.options.rate_bytes_per_s
+        self._ns_per_request = run.block * 1_000_000_000 / rate if rate else 0.0
+        self._per_entry = max(run.blocks_per_entry, 1)
+
+    def due(self, k: int, j: int) -> int:
+        """When request ``j`` of entry ``k`` may start (0: at once, no rate limit)."""
+        if not self._ns_per_request:
+            return 0
+        seq = (self.run.first + k) * self._per_entry + j
+        return self.job.schedule_start_ns + int(seq * self._ns_per_request)
+
+    def _record(self, start: int, end: int, first_byte: int = 0) -> None:
+        """A request that moved data, timed (with its time to first byte: a GET)."""
+        self.record.io_starts.append(start)
+        self.record.io_ends.append(end)
+        if first_byte:
+            self.first_bytes.append(first_byte)
+
+    def batch(self) -> RawBatch:
+        batch = self.record.batch()
+        if self.first_bytes:
+            done = batch.io_ends.size
+            batch.first_bytes = np.array(self.first_bytes[:done], dtype=np.int64)
+        return batch
+
+    async def whole_buckets(self, targets: S3Targets, stopped: Callable[[], bool]) -> None:
+        """LISTOBJ and MULTIDEL: the run's entries (objects, by bucket), a page or a batch
+        at a time, each entry ending with the requests that listed or deleted it; a run
+        ends between them at its budget's end or a stop."""
+        run, index = self.run, self.run.path_index
+        k = 0
+        while k < len(run):
+            if isinstance(index, int):
+                bucket, left = index, len(run) - k
+            else:  # the entries of one bucket are consecutive
+                bucket, left = index[k], 1
+                while k + left < len(run) and index[k + left] == bucket:
+                    left += 1
+            while left:
+                if self.job.kind == LISTOBJ:
+                    done = await self._list_page(targets, bucket, left)
+                else:
+                    done = await self._delete_batch(targets, bucket, left)
+                k, left = k + done, left - done
+                if perf_counter_ns() > self.job.until_ns or stopped():
+                    return
+
+    async def _list_page(self, targets: S3Targets, index: int, want: int) -> int:
+        """Up to ``want`` more keys of PATH ``index``'s listing (a page of at most 1000)."""
+        path = targets.buckets[index]
+        async with targets.lock(index):
+            want = min(want, MAX_LIST_KEYS)
+            start = perf_counter_ns()
+            page = await self._timed(
+                self.client.list_objects(
+                    path.bucket,
+                    path.list_prefix(targets.objprefix),
+                    max_keys=want,
+                    token=targets.tokens.get(index),
+                )
+            )
+            got = min(len(page.keys), want)
+            if got < want and page.next_token is None:
+                raise _too_few(path, "the listing ended early")
+            targets.tokens[index] = page.next_token
+            self._entries(got, start)
+        return got
+
+    async def _delete_batch(self, targets: S3Targets, index: int, want: int) -> int:
+        """List up to ``want`` (at most --s3multidel) of PATH ``index``'s objects, and
+        delete them in one DeleteObjects request."""
+        path = targets.buckets[index]
+        async with targets.lock(index):
+            want = min(want, targets.multidel)
+            start = perf_counter_ns()
+            prefix = path.list_prefix(targets.objprefix)
+            page = await self._timed(self.client.list_objects(path.bucket, prefix, want))
+            keys = page.keys[:want]
+            if len(keys) < want:
+                raise _too_few(path, f"{len(keys)} objects left of the {want} to delete")
+            await self._timed(self.client.delete_objects(path.bucket, keys))
+            self._entries(want, start)
+        return want
+
+    def _entries(self, count: int, start: int) -> None:
+        """``count`` entries done together, from ``start`` to now."""
+        end = perf_counter_ns()
+        self.record.starts.extend([start] * count)
+        self.record.ends.extend([end] * count)
+
+    async def bucket(self, bucket: str) -> None:
+        if self.job.kind == MKDIRS:
+            await self.client.create_bucket(bucket)
+        else:
+            await self.client.delete_bucket(bucket)
+
+    async def object(self, k: int, bucket: str, key: str) -> None:
+        """Object ``k`` of the run in a phase of the job's kind."""
+        kind, client, size, block = self.job.kind, self.client, self.run.size, self.run.block
+        if kind == STAT:
+            await client.head_object(bucket, key)
+        elif kind == RMFILES:
+            await client.delete_object(bucket, key)
+        elif kind == WRITE and size <= block:
+            body = _block(self.job, 0, size)
+            await self._timed(client.put_object(bucket, key, body))
+        elif kind == WRITE:
+            await self._multipart(k, bucket, key)
+        elif kind == READ and self.run.offsets is not None:  # --rand: one block of it
+            await self._get(bucket, key, self.run.offsets[k], block, 0)
+        elif kind == READ and 0 < size <= block:  # one GET, into the slot's read area
+            await self._get(bucket, key, 0, size, 0)
+        elif kind == READ:
+            areas = list(range(self.job.depth))  # the slot's read areas not in use
+
+            async def get(j: int, offset: int) -> None:
+                await _sleep_until(self.due(k, j))
+                area = areas.pop()
+                try:
+                    await self._get(bucket, key, offset, min(block, size - offset), area)
+                finally:
+                    areas.append(area)
+
+            ranges = enumerate(range(0, size, block))
+            await self._in_flight(get(j, offset) for j, offset in ranges)
+        else:  # pragma: no cover - a programming error
+            raise ValueError(kind)
+
+    async def _in_flight(self, requests: Iterable[Awaitable[T]]) -> list[T]:
+        """``requests`` in order, up to the job's depth of them at a time; the first to
+        fail is raised once the others are cancelled."""
+        gate = asyncio.Semaphore(self.job.depth)
+
+        async def limited(request: Awaitable[T]) -> T:
+            async with gate:
+                return await request
+
+        tasks = [asyncio.ensure_future(limited(r)) for r in requests]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _timed(self, request: Awaitable[T]) -> T:
+        start = perf_counter_ns()
+        result = await request
+        self._record(start, perf_counter_ns())
+        return result
+
+    async def _get(self, bucket: str, key: str, offset: int, length: int, area: int) -> None:
+        """A ranged GET into read area ``area`` of the slot's buffer, checked."""
+        buf = self.job.buf
+        assert buf is not None
+        view = memoryview(buf.read_mem)[area * buf.read_area :][:length]
+        start = perf_counter_ns()
+        got, ttfb = await self.client.get_range(bucket, key, offset, view)
+        end = perf_counter_ns()
+        if got != length:
+            raise S3Error(
+                endpoint=self.client.endpoint.url,
+                bucket=bucket,
+                key=key,
+                offset=offset + got,
+                reason=f"the object ended after {offset + got} bytes, "
+                f"{self.run.size} expected (-s)",
+            )
+        salt = self.job.options.verify
+        mismatch = None if salt is None else check(view, offset, salt)
+        if mismatch is not None:
+            raise VerifyError(
+                path=f"s3://{bucket}/{key}",
+                offset=mismatch.offset,
+                expected=mismatch.expected,
+                found=mismatch.found,
+            )
+        self._record(start, end, max(ttfb, 1))
+
+    async def _multipart(self, k: int, bucket: str, key: str) -> None:
+        """An object larger than ``-b``: uploaded in parts of ``-b`` bytes (the last may be
+        shorter), up to the job's depth of them in flight; an upload that fails is
+        aborted."""
+        client, size, block = self.client, self.run.size, self.run.block
+        upload = await client.create_multipart_upload(bucket, key)
+
+        async def part(number: int, offset: int) -> str:
+            await _sleep_until(self.due(k, number - 1))
+            body = _block(self.job, offset, min(block, size - offset))
+            return await self._timed(client.upload_part(bucket, key, upload, number, body))
+
+        try:
+            parts = enumerate(range(0, size, block), 1)
+            etags = await self._in_flight(part(number, offset) for number, offset in parts)
+            await client.complete_multipart_upload(bucket, key, upload, etags)
+        except BaseException:
+            with contextlib.suppress(S3Error):  # the first error is the one to report
+                await client.abort_multipart_upload(bucket, key, upload)
+            raise

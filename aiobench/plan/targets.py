@@ -1,0 +1,454 @@
+"""Targets: path types and sizes, the concatenated block range and per-thread slices.
+
+The block-range arithmetic (:class:`Layout`) is pure. :func:`resolve` learns each PATH's
+type and size from the engine (:meth:`~aiobench.engines.python.Engine.probe`) and checks the run
+against them; the engine then opens the targets (:meth:`~aiobench.engines.python.Engine.open`),
+into a :class:`Targets` only it looks inside. Dir mode's checks of the tree below PATH are
+POSIX ones, made here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from aiobench.config import BenchConfig, validate
+from aiobench.engines import registry
+from aiobench.engines.nofollow import SYMLINK
+from aiobench.errors import ConfigError
+from aiobench.kinds import MKDIRS, WRITE, PathType
+from aiobench.plan.dirmode import DirLayout
+from aiobench.units import MAX_BYTES, format_bytes
+
+FILE, BLOCKDEV, DIR = PathType.FILE, PathType.BLOCKDEV, PathType.DIR
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """One thread's contiguous share of the concatenated block range."""
+
+    first_block: int
+    blocks: int
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """All paths as one virtual range of blocks (``path1 || path2 || ...``); pure."""
+
+    sizes: tuple[int, ...]
+    block_size: int
+    cum_blocks: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        cum = [0]
+        for size in self.sizes:
+            cum.append(cum[-1] + -(-size // self.block_size))
+        object.__setattr__(self, "cum_blocks", tuple(cum))
+
+    @property
+    def total_blocks(self) -> int:
+        return self.cum_blocks[-1]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.sizes)
+
+    def slices(self, threads: int) -> list[Slice]:
+        """``total // threads`` blocks each, in order; the last thread takes the remainder."""
+        each = self.total_blocks // threads
+        out = [Slice(r * each, each) for r in range(threads - 1)]
+        out.append(Slice((threads - 1) * each, self.total_blocks - (threads - 1) * each))
+        return out
+
+    def locate(self, block: int) -> tuple[int, int, int]:
+        """Global block -> (path index, byte offset in that path, length of the block)."""
+        index = bisect.bisect_right(self.cum_blocks, block) - 1
+        offset = (block - self.cum_blocks[index]) * self.block_size
+        return index, offset, min(self.block_size, self.sizes[index] - offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What an engine found at a PATH before the run: its type and size in bytes, None
+    when it does not exist (a file to create, which ``creatable`` says it can be: its
+    parent is there)."""
+
+    path_type: PathType
+    size: int | None
+    creatable: bool = True
+
+
+class Targets:
+    """What an engine opened for a run, a handle per PATH; only that engine looks inside.
+
+    Files the run creates (file targets that did not exist, with ``-w``) are removed again
+    when setup fails, and when a signal ends the run before a write phase of it completed
+    (ran to its end, or to its time limit, without an error): what is left then is a file
+    the run did fill. An I/O error keeps them (the error names the file). Dir mode's tree
+    is the benchmark's own workload, made by its phases: a signal leaves what was made,
+    which ``-F``/``-D`` (with ``--nodelerr`` for what is missing) remove.
+    """
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = tuple(paths)
+        self.filled = False  # a write phase of the run completed on them
+
+    def finish(self, *, interrupted: bool) -> None:
+        """Close at the end of the run; one a signal ended also removes the files it created
+        unless a write phase completed on them."""
+        if interrupted and not self.filled:
+            self.undo()
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """Release the handles."""
+        raise NotImplementedError
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The servers the targets are reached through, if several can be (object
+        storage's endpoints: thread rank r uses number r % len); () otherwise."""
+        return ()
+
+    async def release(self) -> None:
+        """On the event loop, after the last phase: let go of what lives on it (an
+        engine that runs there: its connections)."""
+
+    def undo(self) -> None:
+        """Close and remove what the opening created (setup failed, or a signal came)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What :func:`resolve` learnt from the disk: path type, sizes and notes for the user."""
+
+    path_type: PathType
+    layout: Layout | DirLayout
+    notes: tuple[str, ...]
+
+
+def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None) -> Resolved:
+    """Classify the paths, find their sizes and the effective block size; read-only.
+
+    ``probe`` looks at one PATH (opening nothing under --dryrun): the run's engine's
+    (:func:`aiobench.engines.registry.make`) unless given."""
+    if probe is None:
+        probe = registry.make(cfg.ioengine).probe
+    found = {path: probe(path, not cfg.dryrun) for path in cfg.paths}
+    types = {path: seen.path_type for path, seen in found.items()}
+    kinds = set(types.values())
+    if len(kinds) > 1:
+        listing = ", ".join(f"{p} ({t})" for p, t in types.items())
+        raise ConfigError(f"PATH: all paths must be of one type, got {listing}")
+    path_type = kinds.pop()
+    if path_type == PathType.S3:
+        validate(cfg, path_type)
+        return _resolve_objects(cfg)
+    if path_type == DIR:
+        validate(cfg, path_type)
+        resolved = _resolve_dirs(cfg)
+        _check_space(cfg, resolved)
+        return resolved
+    dir_only = cfg.dir_mode_options()
+    missing = [path for path in cfg.paths if found[path].size is None]
+    if dir_only and missing:
+        raise ConfigError(
+            f"{missing[0]}: does not exist; {dir_only[0]} is for dir mode, which needs an "
+            "existing directory as PATH (mkdir it first)"
+        )
+    validate(cfg, path_type)
+    sizes = [_target_size(cfg, path, found[path]) for path in cfg.paths]
+    notes: list[str] = []
+    block = cfg.block_size
+    smallest = min(sizes)
+    if smallest < block:
+        if cfg.direct:
+            raise ConfigError(
+                f"-b/--block: {block} is larger than the target size {smallest}, "
+                "which --direct cannot cut to size"
+            )
+        notes.append(f"block size {block} cut to the target size {smallest}")
+        block = smallest
+    if cfg.direct or cfg.rand:
+        rounded = [size - size % block for size in sizes]
+        if rounded != sizes:
+            notes.append(f"sizes rounded down to whole blocks of {block} bytes")
+            sizes = rounded
+    layout = Layout(tuple(sizes), block)
+    if layout.total_blocks < cfg.threads:
+        raise ConfigError(
+            f"-t/--threads: {cfg.threads} threads but only {layout.total_blocks} blocks of "
+            f"{block} bytes; use fewer threads, a smaller -b or a larger -s"
+        )
+    _check_randamount(cfg, block)
+    resolved = Resolved(path_type, layout, tuple(notes))
+    _check_space(cfg, resolved)
+    return resolved
+
+
+def _resolve_objects(cfg: BenchConfig) -> Resolved:
+    """Object storage: the buckets as dir mode's paths, and what the requests need
+    (endpoints, credentials, region, from the options or the environment)."""
+    from aiobench.engines.s3 import layout as target
+
+    target.parse_endpoints(cfg.s3endpoints, os.environ)
+    target.parse_credentials(cfg.s3key, cfg.s3secret, os.environ)
+    target.parse_region(cfg.s3region)
+    size = cfg.size_bytes
+    if size == 0 and (cfg.write or cfg.read):
+        raise ConfigError("-s/--size: needed (and > 0): the size of each object")
+    block = min(cfg.block_size, size or cfg.block_size)
+    _check_randamount(cfg, block)
+    layout = target.object_layout(
+        len(cfg.paths),
+        cfg.threads,
+        cfg.num_dirs,
+        cfg.num_files,
+        size,
+        block,
+        list_max=cfg.s3listobj,
+    )
+    return Resolved(PathType.S3, layout, ())
+
+
+def _check_randamount(cfg: BenchConfig, block: int) -> None:
+    if cfg.randamount_bytes is not None and cfg.randamount_bytes // cfg.threads < block:
+        raise ConfigError(
+            f"--randamount: {cfg.randamount_bytes} bytes give each of the {cfg.threads} threads "
+            f"less than one block of {block} bytes"
+        )
+
+
+def _check_space(cfg: BenchConfig, resolved: Resolved) -> None:
+    """The data fits an off_t and, when written, each filesystem's free space (unless
+    --force; a block device's size was checked already); read-only."""
+    layout = resolved.layout
+    if isinstance(layout, DirLayout):
+        sizes = [files * layout.file_size for files in layout.files_per_path()]
+    else:
+        sizes = list(layout.sizes)
+    if sum(sizes) > MAX_BYTES:
+        raise ConfigError(
+            f"-s/--size: {format_bytes(sum(sizes))} in all, more than the OS can address "
+            "(2^63-1 bytes, just under 8E)"
+        )
+    if not cfg.write or cfg.force or resolved.path_type == BLOCKDEV:
+        return
+    needs: dict[int, tuple[int, str]] = {}  # per filesystem (st_dev): bytes, a path on it
+    for path, size in zip(cfg.paths, sizes, strict=True):
+        where = path if os.path.exists(path) else os.path.dirname(os.path.abspath(path))
+        try:
+            info = os.stat(where)
+        except OSError:
+            continue  # opening it will say why
+        # Blocks a file has already are rewritten in place (st_blocks, not st_size: a
+        # sparse file has its size but none of the space).
+        there = info.st_blocks * 512 if stat.S_ISREG(info.st_mode) else 0
+        need, _ = needs.get(info.st_dev, (0, where))
+        needs[info.st_dev] = (need + max(size - there, 0), where)
+    for need, where in needs.values():
+        try:
+            vfs = os.statvfs(where)
+        except OSError:
+            continue
+        if vfs.f_blocks == 0:
+            continue  # a filesystem without a size (ramfs, some FUSE ones) says nothing
+        free = vfs.f_bavail * vfs.f_frsize
+        if need > free:
+            mount, fstype = mount_of(where)
+            on = f"{mount} ({fstype})" if fstype else mount or where
+            raise ConfigError(
+                f"-s/--size: the write needs {format_bytes(need)} on {on}, which has "
+                f"{format_bytes(free)} free; lower -s or add --force"
+            )
+
+
+def _resolve_dirs(cfg: BenchConfig) -> Resolved:
+    """Dir mode: the layout, and that the tree the phases need is there; read-only."""
+    notes: list[str] = []
+    block = cfg.block_size
+    if 0 < cfg.size_bytes < block:
+        block = cfg.size_bytes  # small files are written whole, in one block (no note: common)
+    if cfg.num_dirs == 0 and (cfg.mkdirs or cfg.deldirs):
+        notes.append("-n 0: files go straight into PATH; no dirs to create or delete")
+    layout = DirLayout(
+        num_paths=len(cfg.paths),
+        threads=cfg.threads,
+        dirs=cfg.num_dirs,
+        files=cfg.num_files,
+        file_size=cfg.size_bytes,
+        block_size=block,
+        sharing=cfg.dirsharing,
+    )
+    for path in cfg.paths:
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ConfigError(f"{path}: cannot access the directory")
+    _check_writable(cfg, layout)
+    _check_tree(cfg, layout, notes)
+    return Resolved(DIR, layout, tuple(notes))
+
+
+def _check_writable(cfg: BenchConfig, layout: DirLayout) -> None:
+    """A run that creates or deletes entries needs a writable PATH (root passes EACCES
+    but not EROFS); refused before anything is made, as in file mode."""
+    changes = cfg.mkdirs or cfg.write or cfg.delfiles or cfg.deldirs
+    # r<r> dirs are made and removed in PATH; with -n 0 the files are.
+    in_path = (cfg.mkdirs or cfg.deldirs) if layout.dirs else (cfg.write or cfg.delfiles)
+    for path in cfg.paths:
+        reason = None
+        if changes and os.statvfs(path).f_flag & os.ST_RDONLY:
+            reason = errno.EROFS  # the whole filesystem: below PATH too
+        elif in_path and not os.access(path, os.W_OK | os.X_OK, effective_ids=True):
+            reason = errno.EACCES
+        if reason is not None:
+            raise ConfigError(
+                f"{path}: cannot create or delete entries in the directory: {os.strerror(reason)}"
+            )
+
+
+def _lstat_below(root: str, name: str, dirs_seen: set[str]) -> os.stat_result | None:
+    """lstat of ``root/name`` one component at a time (None: not there); a symlink below
+    ``root`` is a usage error. ``dirs_seen`` holds the dirs already found to be real dirs."""
+    path = root
+    parts = name.split("/")
+    for depth, part in enumerate(parts, 1):
+        path = os.path.join(path, part)
+        if depth < len(parts) and path in dirs_seen:
+            continue
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot stat: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ConfigError(f"{path}: {SYMLINK}")
+        if depth < len(parts):
+            if not stat.S_ISDIR(st.st_mode):
+                return None
+            dirs_seen.add(path)
+    return st
+
+
+def _check_tree(cfg: BenchConfig, layout: DirLayout, notes: list[str]) -> None:
+    """The dirs to write into exist (or -d makes them); files to use exist (or -w makes them);
+    no symlink where the layout has a dir or file. Read-only.
+
+    Only each thread's first and last file (and, with -d, dir) are looked at: stat-ing
+    every file would warm the metadata caches the STAT and READ phases are about to
+    measure. The engine refuses a symlink anywhere else at run time.
+    """
+    seen: set[str] = set()
+
+    def lstat(index: int, name: str) -> os.stat_result | None:
+        return _lstat_below(cfg.paths[index], name, seen)
+
+    def is_dir(index: int, name: str) -> bool:
+        st = lstat(index, name)
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    for index, name in layout.rank_dirs():
+        lstat(index, name)
+    if cfg.mkdirs and layout.dirs:
+        index, name = layout.entry(MKDIRS, 0, 0)
+        if is_dir(index, name):
+            notes.append(
+                f"{os.path.join(cfg.paths[index], name)} already exists; existing dirs of the "
+                "layout are reused and still counted (as elbencho does)"
+            )
+        for rank in range(layout.threads):
+            ids = layout.dir_ids(rank)
+            for i in {ids[0], ids[-1]} if ids else ():
+                lstat(layout.dir_path_index(rank, i), layout.dir_name(rank, i))
+    if not cfg.file_phases:
+        return
+    cleanup_only = cfg.nodelerr and not (cfg.write or cfg.read or cfg.stat)
+    if not cfg.mkdirs and layout.dirs and not cleanup_only:
+        for rank in range(layout.threads):
+            for i in layout.dir_ids(rank):
+                index, name = layout.dir_path_index(rank, i), layout.dir_name(rank, i)
+                if not is_dir(index, name):
+                    raise ConfigError(
+                        f"{os.path.join(cfg.paths[index], name)}: directory does not exist "
+                        "(add -d/--mkdirs to create the dirs of the layout)"
+                    )
+    must_exist = not (cfg.write or cleanup_only)
+    hint = "; -F --nodelerr deletes what is there" if cfg.delfiles else ""
+    last = layout.files_per_rank() - 1
+    for rank in range(layout.threads):
+        for k in (0, last):
+            index, name = layout.entry(WRITE, rank, k)
+            st = lstat(index, name)
+            if must_exist and (st is None or not stat.S_ISREG(st.st_mode)):
+                raise ConfigError(
+                    f"{os.path.join(cfg.paths[index], name)}: file does not exist (the "
+                    "-t/-n/-N values must match the run that wrote the files; add -w to "
+                    f"create them{hint})"
+                )
+
+
+def _target_size(cfg: BenchConfig, path: str, seen: Probe) -> int:
+    if seen.path_type == BLOCKDEV:
+        dev_size = seen.size or 0
+        if cfg.size_bytes > dev_size:
+            raise ConfigError(
+                f"-s/--size: {cfg.size_bytes} exceeds the size of {path} ({dev_size})"
+            )
+        size = cfg.size_bytes or dev_size
+    elif seen.size is not None:
+        file_size = seen.size
+        reads_first = not cfg.write or cfg.rwmixpct is not None  # reads from the start
+        if reads_first and cfg.size_bytes > file_size:
+            raise ConfigError(
+                f"{path}: has {file_size} bytes, fewer than -s/--size {cfg.size_bytes} to read"
+                + (" (--rwmixpct reads while it writes; write the file first)" if cfg.write else "")
+            )
+        size = cfg.size_bytes or (file_size if reads_first else 0)
+    else:
+        if cfg.rwmixpct is not None:
+            raise ConfigError(
+                f"{path}: does not exist; --rwmixpct reads while it writes, so write the "
+                "file first (-w without --rwmixpct)"
+            )
+        if not cfg.write:
+            raise ConfigError(f"{path}: does not exist (reading needs it; add -w to create it)")
+        if not seen.creatable:
+            raise ConfigError(f"{path}: parent directory does not exist")
+        size = cfg.size_bytes
+    if size == 0:
+        if cfg.write and cfg.rwmixpct is None:
+            raise ConfigError("-s/--size: needed (and > 0) to write files")
+        raise ConfigError(f"{path}: is empty; nothing to read")
+    return size
+
+
+def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:
+    """The filesystem type of the mount that holds ``path`` ('' when unknown)."""
+    return mount_of(path, mountinfo)[1]
+
+
+def mount_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> tuple[str, str]:
+    """(mount point, filesystem type) of the mount that holds ``path`` ('' when unknown)."""
+    real = os.path.realpath(path if os.path.exists(path) else os.path.dirname(path) or ".")
+    best, fstype = "", ""
+    try:
+        with open(mountinfo, encoding="utf-8") as handle:
+            lines = handle.readlines()
+    except OSError:
+        return "", ""
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        parts = left.split()
+        if len(parts) < 5 or not right:
+            continue
+        mount_point = parts[4].replace("\\040", " ")
+        inside = real == mount_point or real.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) >= len(best):
+            best, fstype = mount_point, right.split()[0]
+    return best, fstype

@@ -1,0 +1,281 @@
+"""Seeded per-thread operation streams: sequential, uniform random, full-coverage permutation.
+
+Pure: a stream turns a thread's :class:`~aiobench.plan.targets.Slice` into runs of
+``(path index, offset)`` pairs of one length, without touching the disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from aiobench.plan.targets import Layout, Slice
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+# How many permutation values one vectorised step computes (about 32 KiB of state).
+_PERM_CHUNK = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class RwMix:
+    """--rwmixpct: which operations of a write phase are reads, elbencho's rule.
+
+    Operation ``seq`` of thread ``rank`` (its count of operations handed out before it) is
+    a read when ``(rank + seq) % 100 < pct``; every other operation is a write.
+    """
+
+    pct: int
+    rank: int
+
+    def _reads_below(self, x: int) -> int:
+        return (x // 100) * self.pct + min(x % 100, self.pct)
+
+    def reads(self, first_seq: int, count: int) -> int:
+        """How many of the ``count`` operations from ``first_seq`` on are reads."""
+        start = self.rank + first_seq
+        return self._reads_below(start + count) - self._reads_below(start)
+
+    def is_read(self, first_seq: int, count: int) -> BoolArray:
+        """Per operation from ``first_seq`` on: whether it is a read."""
+        seqs = np.arange(self.rank + first_seq, self.rank + first_seq + count, dtype=np.int64)
+        return (seqs % 100) < self.pct
+
+
+@dataclass(frozen=True, slots=True)
+class OpRun:
+    """Consecutive operations of one length, issued back to back by one slot.
+
+    ``path_index`` is one int when every operation hits the same path, else a list with
+    one entry per operation.
+    """
+
+    path_index: int | list[int]
+    offsets: list[int]
+    length: int
+    # ``path_index`` as an array when it is a list (per-target counting without a
+    # conversion on the event loop).
+    path_array: IntArray | None = None
+    # The thread's count of operations handed out before this run's first (its place in
+    # the thread's schedule under --limitread/--limitwrite).
+    first_seq: int = 0
+    mix: RwMix | None = None  # --rwmixpct: which of the operations are reads
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def totals(self, units: int, io_ops: int) -> tuple[int, int, int]:
+        """(ops, bytes, entries) once the first ``units`` operations are done."""
+        del io_ops  # file mode: the units are the I/O operations
+        return units, units * self.length, 0
+
+    def reads(self, units: int) -> tuple[int, int]:
+        """(ops, bytes) of the reads among the first ``units`` operations (--rwmixpct)."""
+        if self.mix is None:
+            return 0, 0
+        ops = self.mix.reads(self.first_seq, units)
+        return ops, ops * self.length
+
+    def add_per_path(self, units: int, io_ops: int, out: IntArray) -> None:
+        """Add the (ops, bytes, entries) of the first ``units`` operations to ``out[path]``."""
+        del io_ops
+        if isinstance(self.path_index, int):
+            out[self.path_index, :2] += (units, units * self.length)
+            return
+        array = self.path_array if self.path_array is not None else np.asarray(self.path_index)
+        counts = np.bincount(array[:units], minlength=out.shape[0])
+        out[:, 0] += counts
+        out[:, 1] += counts * self.length
+
+    def after(self, done: int) -> OpRun:
+        """The operations of this run that come after the first ``done``."""
+        index, array = self.path_index, self.path_array
+        rest = index if isinstance(index, int) else index[done:]
+        rest_array = None if array is None else array[done:]
+        return OpRun(
+            rest, self.offsets[done:], self.length, rest_array, self.first_seq + done, self.mix
+        )
+
+
+class Permutation:
+    """A full-period pseudo-random order of ``range(n)``, generated in vectorised chunks.
+
+    An LCG modulo 2^k (a = 1 mod 4, c odd: full period) is passed through a bijective
+    xorshift-multiply mixer on k bits and values >= n are skipped (cycle walking), so each
+    period visits every value below n exactly once, in O(1) memory.
+    """
+
+    def __init__(self, n: int, rng: np.random.Generator) -> None:
+        self.n = n
+        self.bits = max(1, (n - 1).bit_length())
+        self.mask = np.uint64((1 << self.bits) - 1)
+        modulus = 1 << self.bits
+        a = (int(rng.integers(0, modulus)) * 4 + 1) % modulus or 1
+        c = (int(rng.integers(0, modulus)) * 2 + 1) % modulus
+        self.mul = np.uint64((int(rng.integers(0, modulus)) * 2 + 1) % modulus)
+        self.shift = np.uint64(max(1, self.bits // 2))
+        # x_{i+j} = A_j * x_i + C_j (mod 2^k): jump-ahead coefficients for one chunk.
+        jump_a, jump_c = [], []
+        acc_a, acc_c = 1, 0
+        for _ in range(_PERM_CHUNK):
+            acc_a, acc_c = (acc_a * a) % modulus, (acc_c * a + c) % modulus
+            jump_a.append(acc_a)
+            jump_c.append(acc_c)
+        self.jump_a = np.array(jump_a, dtype=np.uint64)
+        self.jump_c = np.array(jump_c, dtype=np.uint64)
+        self.state = np.uint64(int(rng.integers(0, modulus)))
+
+    def chunk(self) -> IntArray:
+        """The next values of the sequence (at least a few, all < n)."""
+        while True:
+            with np.errstate(over="ignore"):
+                raw = (self.jump_a * self.state + self.jump_c) & self.mask
+                self.state = raw[-1]
+                mixed = raw ^ (raw >> self.shift)
+                mixed = (mixed * self.mul) & self.mask
+            kept = mixed[mixed < np.uint64(self.n)]
+            if kept.size:
+                return kept.astype(np.int64)
+
+
+class OpStream:
+    """The operations of one thread rank, handed out in runs to its slots."""
+
+    def __init__(
+        self,
+        *,
+        layout: Layout,
+        part: Slice,
+        total_ops: int,
+        rand: bool,
+        aligned: bool,
+        permute: bool,
+        rng: np.random.Generator,
+        backward: bool = False,
+        stride: int = 1,
+        loop: bool = False,
+        mix: RwMix | None = None,
+    ) -> None:
+        """``part`` holds the thread's blocks ``first + i*stride`` for ``i < blocks``;
+        ``backward`` visits them from the last to the first. With ``loop`` (--infloop) the
+        stream starts over after its last operation and never runs dry. ``mix`` marks the
+        reads among the operations (--rwmixpct)."""
+        self.layout = layout
+        self.part = part
+        self.total_ops = total_ops
+        self.issued = 0
+        self.rand = rand
+        self.aligned = aligned
+        self.backward = backward
+        self.stride = stride
+        self.loop = loop
+        self.mix = mix
+        self.passes = 0  # completed passes over the thread's work (--infloop)
+        self.taken = 0  # operations handed out in all passes
+        self.rng = rng
+        # Random writes visit every block once, aligned or not (unaligned ones shifted inside
+        # their block), so each file reaches its full size and a later read finds no EOF.
+        self._perm = Permutation(part.blocks, rng) if rand and permute else None
+        self._pending: IntArray = np.empty(0, dtype=np.int64)
+        self._cum = np.asarray(layout.cum_blocks, dtype=np.int64)
+        self._sizes = np.asarray(layout.sizes, dtype=np.int64)
+        first_path = layout.locate(part.first_block)[0]
+        last_path = layout.locate(part.first_block + (part.blocks - 1) * stride)[0]
+        self._single_path = first_path if first_path == last_path else None
+
+    @property
+    def remaining(self) -> int:
+        return self.total_ops - self.issued
+
+    def take(self, count: int) -> OpRun | None:
+        """Up to ``count`` next operations as one run, or None when the stream is done."""
+        count = min(count, self.remaining)
+        if count <= 0:
+            return None
+        if self.rand:
+            run = self._random(count)
+        elif self.backward or self.stride > 1:
+            run = self._ordered(count)
+        else:
+            run = self._sequential(count)
+        run = dataclasses.replace(run, first_seq=self.taken, mix=self.mix)
+        self.issued += len(run)
+        self.taken += len(run)
+        if self.loop and self.issued == self.total_ops:
+            # Start over at once, so a looping stream always has operations left; random
+            # writes go on with the next period of their permutation (again every block).
+            self.issued = 0
+            self.passes += 1
+        return run
+
+    def _sequential(self, count: int) -> OpRun:
+        block = self.part.first_block + self.issued
+        index, offset, length = self.layout.locate(block)
+        # A run stays inside one path and one block length (the short last block of a path
+        # is a run of its own).
+        end_of_path = self.layout.cum_blocks[index + 1]
+        full_end = end_of_path if length == self.layout.block_size else block + 1
+        if length == self.layout.block_size and self.layout.sizes[index] % length:
+            full_end = end_of_path - 1
+        count = max(1, min(count, full_end - block))
+        bs = self.layout.block_size
+        return OpRun(index, list(range(offset, offset + count * bs, bs)), length)
+
+    def _ordered(self, count: int) -> OpRun:
+        """The next ``count`` blocks backwards or strided, cut where the block length
+        changes (a run has one length; a short last block of a path is its own run)."""
+        index = np.arange(self.issued, self.issued + count, dtype=np.int64)
+        if self.backward:
+            index = self.part.blocks - 1 - index
+        blocks = self.part.first_block + index * self.stride
+        paths = np.searchsorted(self._cum, blocks, side="right") - 1
+        offsets = (blocks - self._cum[paths]) * self.layout.block_size
+        lengths = np.minimum(self.layout.block_size, self._sizes[paths] - offsets)
+        differs = np.flatnonzero(lengths != lengths[0])
+        keep = int(differs[0]) if differs.size else count
+        paths = paths[:keep]
+        if (paths == paths[0]).all():
+            return OpRun(int(paths[0]), offsets[:keep].tolist(), int(lengths[0]))
+        return OpRun(paths.tolist(), offsets[:keep].tolist(), int(lengths[0]), paths)
+
+    def _blocks(self, count: int) -> IntArray:
+        if self._perm is None:
+            return self.rng.integers(0, self.part.blocks, size=count, dtype=np.int64)
+        while self._pending.size < count:
+            self._pending = np.concatenate((self._pending, self._perm.chunk()))
+        out, self._pending = self._pending[:count], self._pending[count:]
+        return out
+
+    def _random(self, count: int) -> OpRun:
+        bs = self.layout.block_size
+        blocks = self._blocks(count) + self.part.first_block
+        path_index: int | list[int]
+        path_array: IntArray | None = None
+        if self._single_path is not None:
+            path_index = self._single_path
+            index: IntArray | int = self._single_path
+        else:
+            index = path_array = np.searchsorted(self._cum, blocks, side="right") - 1
+            path_index = index.tolist()
+        offsets = (blocks - self._cum[index]) * bs
+        if not self.aligned:
+            # Shift each operation by a random amount inside its block, clamped so it stays
+            # inside its path.
+            jitter = self.rng.integers(0, bs, size=count, dtype=np.int64)
+            offsets = np.minimum(offsets + jitter, self._sizes[index] - bs)
+        return OpRun(path_index, offsets.tolist(), bs, path_array)
+
+
+def ops_per_thread(
+    layout: Layout, parts: list[Slice], threads: int, rand: bool, randamount: int | None
+) -> list[int]:
+    """Operations each thread issues: its slice, or an even share (over all ``threads``,
+    these ``parts`` among them) of ``--randamount``."""
+    if not rand or randamount is None:
+        return [part.blocks for part in parts]
+    share = randamount // threads // layout.block_size
+    return [share] * len(parts)

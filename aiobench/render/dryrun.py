@@ -1,0 +1,126 @@
+"""``--dryrun``: what a run would do (targets, threads, files and dirs, bytes per phase); pure.
+
+Made from the validated config and what :func:`~aiobench.plan.targets.resolve` learnt from the
+disk by looking only (stat, statvfs); names are shown through
+:func:`~aiobench.text.printable`.
+"""
+
+from __future__ import annotations
+
+from aiobench.config import BenchConfig
+from aiobench.kinds import (
+    LISTOBJ,
+    MKDIRS,
+    MULTIDEL,
+    RMDIRS,
+    RMFILES,
+    STAT,
+    WRITE,
+    PhaseKind,
+    phase_name,
+)
+from aiobench.plan.dirmode import DirLayout
+from aiobench.plan.targets import Layout, Resolved
+from aiobench.text import printable
+from aiobench.units import format_bytes
+
+# More targets than this are listed as the first few and a count.
+MAX_LISTED = 8
+
+
+def _row(name: str, text: str) -> str:
+    return f"{name:<16}: {text}\n"
+
+
+def _targets(cfg: BenchConfig, resolved: Resolved) -> str:
+    kind = {"file": "file", "blockdev": "block device", "dir": "directory", "s3": "bucket"}[
+        resolved.path_type
+    ]
+    layout = resolved.layout
+    shown = []
+    for i, path in enumerate(cfg.paths[:MAX_LISTED]):
+        size = f" ({format_bytes(layout.sizes[i])})" if isinstance(layout, Layout) else ""
+        shown.append(f"{printable(path)}{size}")
+    more = len(cfg.paths) - MAX_LISTED
+    listing = ", ".join(shown) + (f", and {more} more" if more > 0 else "")
+    plural = "s" if len(cfg.paths) != 1 else ""
+    kinds = "directories" if kind == "directory" and plural else kind + plural
+    return _row("Targets", f"{len(cfg.paths)} {kinds}: {listing}")
+
+
+def _file_phase_bytes(cfg: BenchConfig, layout: Layout) -> int:
+    """Bytes one file-mode phase moves (a time limit or --infloop may change it)."""
+    if cfg.rand:
+        amount = layout.total_bytes if cfg.randamount_bytes is None else cfg.randamount_bytes
+        return amount // cfg.threads // layout.block_size * layout.block_size * cfg.threads
+    return layout.total_bytes
+
+
+def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) -> str:
+    layout = resolved.layout
+    out = ""
+    for kind in kinds:
+        name = phase_name(kind, cfg.rwmixpct, objects=cfg.object_storage)
+        if isinstance(layout, DirLayout):
+            dirs = cfg.threads * layout.dirs if not layout.sharing else layout.dirs
+            files = cfg.threads * layout.files_per_rank()
+            dir_word, file_word = (
+                ("buckets", "objects") if cfg.object_storage else ("dirs", "files")
+            )
+            if cfg.object_storage:
+                dirs = len(cfg.paths)
+            if kind in (MKDIRS, RMDIRS):
+                text = f"{dirs} {dir_word}"
+            elif kind == LISTOBJ:
+                text = f"up to {cfg.s3listobj} objects of each bucket listed"
+            elif kind == MULTIDEL:
+                text = f"{files} objects, in DeleteObjects batches of {cfg.s3multidel}"
+            elif kind in (STAT, RMFILES):
+                text = f"{files} {file_word}"
+            else:
+                total = files * layout.file_size
+                text = f"{files} {file_word}, {format_bytes(total)} in blocks of "
+                text += format_bytes(layout.block_size)
+        else:
+            total = _file_phase_bytes(cfg, layout)
+            ops = -(-total // layout.block_size)
+            order = "random" if cfg.rand else "sequential"
+            text = f"{format_bytes(total)}, {ops} {order} operations of "
+            text += format_bytes(layout.block_size)
+            if kind == WRITE and cfg.rwmixpct is not None:
+                text += f", {cfg.rwmixpct} % of them reads"
+        out += _row(name, text)
+    return out
+
+
+def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) -> str:
+    """The plan of a run with phases ``kinds`` (in their order), ending with a line that
+    says nothing was done."""
+    out = "PLAN (--dryrun)\n" + _targets(cfg, resolved)
+    slots = f"{cfg.threads} x iodepth {cfg.iodepth} = {cfg.slots} slots"
+    out += _row("Threads", f"{slots}, {cfg.ioengine} engine")
+    layout = resolved.layout
+    if isinstance(layout, DirLayout) and cfg.object_storage:
+        prefixes = "no key prefix" if layout.dirs == 0 else f"{layout.dirs} key prefixes"
+        per = f"{prefixes}, {layout.files_per_rank()} objects of {format_bytes(layout.file_size)}"
+        out += _row("Per thread", per)
+    elif isinstance(layout, DirLayout):
+        dirs = "files straight into PATH" if layout.dirs == 0 else f"{layout.dirs} dirs"
+        shared = " (one set shared by all threads)" if layout.sharing else ""
+        per = f"{dirs}{shared}, {layout.files_per_rank()} files of "
+        per += format_bytes(layout.file_size)
+        out += _row("Per thread", per)
+    else:
+        slices = layout.slices(cfg.threads)
+        first, last = slices[0].blocks, slices[-1].blocks
+        each = f"{first} blocks" if first == last else f"{first} blocks (the last {last})"
+        out += _row("Per thread", f"{each} of {format_bytes(layout.block_size)}")
+    if cfg.timelimit_s:
+        limit = f"{cfg.timelimit_s} s per phase" + (", --infloop" if cfg.infloop else "")
+        out += _row("Time limit", limit)
+    out += _phase_rows(cfg, resolved, kinds)
+    if cfg.iterations > 1:
+        out += _row("Iterations", f"{cfg.iterations} times the phases above")
+    for note in resolved.notes:
+        out += f"Note: {printable(note)}.\n"
+    return out + "Nothing was created, opened or measured.\n"

@@ -1,0 +1,316 @@
+"""Where results go while a run goes on: the terminal, the live line and the result files.
+
+Result files (``--jsonfile``, ``--csvfile``, ``--resfile``, ``--livecsv``, ``--livejson``)
+are only ever appended to, one whole record per write, and checked before anything is
+measured; ``--json`` is written once at the end. Where each goes, and how it is written,
+is :mod:`aiobench.render.outfiles`' business. A write that fails at run time is reported once
+(``Error: OPTION: PATH: ...``) and makes the exit code 1; the benchmark itself goes on and
+later records to that file are skipped.
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from aiobench.config import BenchConfig
+from aiobench.errors import ConfigError
+from aiobench.render import outfiles, stdio
+from aiobench.render.csv import (
+    LIVE_HEADER,
+    PREVIOUS_RESULT_HEADER,
+    RESULT_HEADER,
+    elbencho_date,
+    line,
+    live_row,
+    result_row,
+)
+from aiobench.render.json import interval_record, phase_record
+from aiobench.render.live import LiveLine
+from aiobench.render.outfiles import NEW, REGULAR, STREAM, Place
+from aiobench.render.table import HEADER, SEPARATOR, TableOptions, phase_text, summary_text
+from aiobench.results.events import Observer
+from aiobench.results.model import IntervalStats, PhaseResult, Progress, RunResult
+from aiobench.text import printable
+
+_CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
+
+
+def checked_place(option: str, path: str) -> Place:
+    """Where ``option``'s file ``path`` leads, if a result can be written there: a stream
+    open for writing, or a file (new ones in an existing dir); otherwise a usage error
+    naming the option and the file."""
+    shown = printable(path)
+    try:
+        place = outfiles.locate(path)
+    except OSError as exc:
+        raise ConfigError(f"{option}: {shown}: {reason(exc)}") from None
+    why = outfiles.refusal(place)
+    if why is not None:
+        raise ConfigError(f"{option}: {shown} {why}")
+    if place.kind == STREAM:
+        assert place.fd is not None
+        if stdio.failure(place.fd) is not None or not outfiles.writable_stream(place.fd):
+            raise ConfigError(f"{option}: {shown}: descriptor {place.fd} is not open for writing")
+    elif place.kind == NEW and not os.path.isdir(os.path.dirname(place.real)):
+        raise ConfigError(f"{option}: directory of {shown} does not exist")
+    return place
+
+
+def check_output_files(cfg: BenchConfig) -> None:
+    """Every result file can be written where it leads, and a CSV that is appended to
+    has our header (not read with ``--dryrun``, which opens nothing); otherwise a usage
+    error naming the option and the file."""
+    headers = dict(_CSV_FILES)
+    for option, path in cfg.output_files():
+        shown = printable(path)
+        place = checked_place(option, path)
+        if place.kind == STREAM:
+            continue
+        directory = os.path.dirname(place.real)
+        # --json replaces a file through a new one beside it; the others append.
+        target = directory if place.kind == NEW or option == "--json" else place.real
+        if not os.access(target, os.W_OK):
+            raise ConfigError(f"{option}: cannot write to {printable(target)}")
+        appended = place.kind == REGULAR and os.path.getsize(place.real)
+        if option in headers and appended and not cfg.dryrun:
+            _check_header(option, shown, place.real, headers[option])
+
+
+def _check_header(option: str, shown: str, real: str, header: list[str]) -> None:
+    with open(real, encoding="utf-8", errors="replace", newline="") as handle:
+        first = handle.readline()
+    if first == line(header):
+        return
+    if option == "--csvfile" and first == line(PREVIOUS_RESULT_HEADER):
+        raise ConfigError(
+            f"{option}: {shown} was written by an earlier aiobench, without the status and "
+            "error columns; appending would mix columns, so give a new file"
+        )
+    raise ConfigError(
+        f"{option}: {shown} has a different header (another tool or version); "
+        "appending would mix columns, so give a new file"
+    )
+
+
+def reason(exc: OSError) -> str:
+    """``ENOSPC (No space left on device)``: an OSError's errno name and text."""
+    name = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or str(exc)
+    return f"{name} ({text})" if name else text
+
+
+def status_row(phase: PhaseResult) -> str:
+    """The ``--resfile`` row that marks a phase that did not complete: '' for one that did."""
+    if phase.status == "ok":
+        return ""
+    text = phase.status
+    if phase.error is not None:
+        text += f": {phase.error.get('message', '')}"
+    return f"{'':<11} {'Status':<17}: {printable(text)}\n"
+
+
+class Outputs(Observer):
+    """Fans a run's results out to the terminal, the live line and the result files.
+
+    Files written in place (a FIFO, a device, ``/dev/stdout``) are opened here, before the
+    run: a FIFO waits for its reader now rather than in the middle of a phase. Regular files
+    are opened for each record, as the records come.
+    """
+
+    def __init__(
+        self, cfg: BenchConfig, meta: dict[str, Any], human: TextIO, notes: Sequence[str] = ()
+    ) -> None:
+        self.cfg = cfg
+        self.notes = list(notes)  # said on stderr once setup is done
+        self.meta = meta
+        self.human = human
+        self.table = TableOptions.from_config(cfg.to_dict())
+        self.live = LiveLine(human) if cfg.live and human.isatty() else None
+        self.shown: list[PhaseResult] = []
+        self.errors: list[str] = []
+        self._phase_start = datetime.datetime.now(datetime.timezone.utc)
+        self._paths = dict(cfg.output_files())
+        self._places: dict[str, Place] = {}
+        self._in_place: dict[str, int] = {}  # option -> descriptor kept for the run
+        self._headed: set[str] = set()  # in-place CSVs whose header went out
+        # --livecsv -/stdout, --livejson -/stdout: records on stdout (the table on stderr).
+        self._stdout = {
+            option
+            for option, path in (("--livecsv", cfg.livecsv_path), ("--livejson", cfg.livejson_path))
+            if path == "-"
+        }
+        for option, path in self._paths.items():
+            try:
+                place = outfiles.locate(path)
+                if place.kind not in (REGULAR, NEW):
+                    self._in_place[option] = outfiles.open_in_place(place)
+            except OSError as exc:
+                self._failed(option, exc)
+                continue
+            self._places[option] = place
+
+    def _failed(self, option: str, exc: OSError) -> None:
+        self.errors.append(f"{option}: {printable(self._paths[option])}: {reason(exc)}")
+
+    def _write(self, option: str, text: str, header: list[str] | None = None) -> None:
+        """Append a record to a result file; the first failure is reported, later records
+        to that file are skipped."""
+        if option in self._stdout:
+            self._write_stdout(option, text, header)
+            return
+        place = self._places.get(option)
+        if place is None or any(e.startswith(f"{option}:") for e in self.errors):
+            return
+        try:
+            fd = self._in_place.get(option)
+            if fd is None:
+                fd = outfiles.open_append(place.real)
+                try:
+                    outfiles.append_record(fd, text, line(header) if header else "")
+                finally:
+                    os.close(fd)
+                return
+            if header and option not in self._headed:
+                text = line(header) + text  # a FIFO's or device's size says nothing
+            self._headed.add(option)
+            if place.kind == STREAM:
+                _flush_python_streams()
+            outfiles.write_all(fd, text.encode("utf-8"))
+        except OSError as exc:
+            self._failed(option, exc)
+
+    def _write_stdout(self, option: str, text: str, header: list[str] | None) -> None:
+        """A record on stdout, after the CSV header once; a reader that went away
+        (``| head``) is not an error, any other failure is reported once."""
+        failed_before = f"{option} -:"
+        if any(e.startswith(failed_before) for e in self.errors):
+            return
+        if header and option not in self._headed:
+            text = line(header) + text
+        self._headed.add(option)
+        failed = stdio.show(sys.stdout, text)
+        if failed is not None and not isinstance(failed, BrokenPipeError):
+            self.errors.append(f"{option} -: stdout: {reason(failed)}")
+
+    def write_document(self, text: str) -> None:
+        """The ``--json`` document: replaces a regular file, is written into anything
+        else, and goes to stdout for ``-``."""
+        if self.cfg.json_path == "-":
+            failed = stdio.show(sys.stdout, text) or stdio.failure(1)
+            if failed is not None:
+                self.errors.append(f"--json -: stdout: {reason(failed)}")
+            return
+        place = self._places.get("--json")
+        if place is None:
+            return  # it could not be opened; that is reported already
+        try:
+            fd = self._in_place.get("--json")
+            if fd is None:
+                outfiles.replace_file(place, text)
+                return
+            if place.kind == STREAM:
+                _flush_python_streams()
+            outfiles.write_all(fd, text.encode("utf-8"))
+        except OSError as exc:
+            self._failed("--json", exc)
+
+    def close(self) -> None:
+        for option, fd in self._in_place.items():
+            self._close(option, fd)
+        self._in_place.clear()
+
+    def _close(self, option: str, fd: int) -> None:
+        try:
+            os.close(fd)
+        except OSError as exc:  # a device that reports its error only now
+            self._failed(option, exc)
+
+    def table_failure(self) -> OSError | None:
+        """Why the table could not be written to stdout (a reader that went away is not an
+        error: ``aiobench ... | head``)."""
+        if self.human is not sys.stdout:
+            return None  # stderr (with --json -) is for people: nothing to report it on
+        failed = stdio.failure(1)
+        return None if isinstance(failed, BrokenPipeError) else failed
+
+    def ready(self) -> None:
+        for note in self.notes:
+            print(f"Note: {printable(note)}.", file=sys.stderr)
+
+    def phase_started(self, name: str, start: datetime.datetime) -> None:
+        self._phase_start = start
+        if self.live is not None:
+            self.live.start(name)
+
+    def progress(self, progress: Progress) -> None:
+        if self.live is not None:
+            self.live.update(progress)
+
+    def interval(self, phase: str, interval: IntervalStats) -> None:
+        cfg = self.cfg
+        moment = self._phase_start + datetime.timedelta(microseconds=interval.end_ns // 1000)
+        if cfg.livecsv_path is not None:
+            row = line(live_row(cfg.label, phase, interval, moment))
+            self._write("--livecsv", row, LIVE_HEADER)
+        if cfg.livejson_path is not None:
+            iso = moment.isoformat(timespec="milliseconds")
+            self._write("--livejson", interval_record(cfg.label, phase, interval, iso))
+
+    def phase_ended(self, name: str) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def _show(self, text: str) -> None:
+        # A failure (closed, full, the reader gone) is kept for the end; the run goes on.
+        stdio.show(self.human, text)
+
+    def phase_done(self, phase: PhaseResult) -> None:
+        """A phase's result: the table block on the terminal, a record in each result file."""
+        cfg = self.cfg
+        text = phase_text(phase, self.table)
+        # The header waits for the first result: a setup error must stay a single line.
+        self._show(("" if self.shown else HEADER) + text)
+        if cfg.resfile_path is not None:
+            # The block marks a phase that failed or stopped early, before its separator.
+            block = text.replace(SEPARATOR, status_row(phase) + SEPARATOR, 1)
+            self._write("--resfile", (self._res_header() if not self.shown else "") + block)
+        if cfg.csvfile_path is not None:
+            self._write("--csvfile", line(result_row(self.meta, phase)), RESULT_HEADER)
+        if cfg.jsonfile_path is not None:
+            self._write("--jsonfile", phase_record(self.meta, phase, phase.start_time))
+        self.shown.append(phase)
+
+    def run_done(self, result: RunResult) -> None:
+        """After the last block: the ``-i`` summary, in the table and the ``--resfile``.
+
+        ``--csvfile`` and ``--jsonfile`` keep one record per block; their readers have
+        every iteration's figures (and the ``--json`` document has the summary).
+        """
+        text = summary_text(result.phases)
+        if not text:
+            return
+        self._show(text)
+        if self.cfg.resfile_path is not None:
+            self._write("--resfile", text)
+
+    def _res_header(self) -> str:
+        """elbencho's resfile preamble: date, label, command line, then the table header."""
+        start = datetime.datetime.fromisoformat(str(self.meta["start_time"]))
+        out = f"ISO DATE: {elbencho_date(start)}\n"
+        if self.cfg.label:
+            out += f"LABEL: {self.cfg.label}\n"
+        command = shlex.join(str(a) for a in self.meta.get("command", []))
+        return out + f"COMMAND LINE: {command}\n\n" + HEADER
+
+
+def _flush_python_streams() -> None:
+    """What Python holds for stdout and stderr goes out before a write to their fds."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stdio.show(stream, "")

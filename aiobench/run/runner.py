@@ -1,0 +1,266 @@
+"""Runs a whole benchmark: setup, the phases in their fixed order (``-i`` times), signals."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import platform
+import signal
+import socket
+from time import perf_counter
+
+import anyio
+
+from aiobench import __version__
+from aiobench.config import BenchConfig
+from aiobench.engines import registry
+from aiobench.engines.base import Engine
+from aiobench.engines.gate import StopEvent
+from aiobench.errors import EXIT_IO_ERROR, BenchIOError
+from aiobench.kinds import (
+    DROPCACHE,
+    LISTOBJ,
+    MKDIRS,
+    MULTIDEL,
+    READ,
+    RMDIRS,
+    RMFILES,
+    STAT,
+    SYNC,
+    WRITE,
+    PhaseKind,
+    phase_name,
+)
+from aiobench.plan.dirmode import DirLayout
+from aiobench.plan.targets import Layout, Resolved, Targets, filesystem_type
+from aiobench.results.events import Observer
+from aiobench.results.model import PhaseResult, RunResult
+from aiobench.run import interrupts
+from aiobench.run.coordinator import Coordinator
+from aiobench.run.housekeeping import run_housekeeping
+from aiobench.run.phases import RunContext, make_executor, run_phase
+from aiobench.run.worker import PhaseShared
+
+
+def event_loop_name() -> str:
+    """The event loop of a run of one process (:meth:`Coordinator.loop_name`)."""
+    return Coordinator().loop_name()
+
+
+def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[PhaseKind]:
+    """The phases to run, in their fixed order (the order of options does not matter)."""
+    dirs = isinstance(resolved.layout, DirLayout) and resolved.layout.dir_phases
+    wanted = (
+        (MKDIRS, cfg.mkdirs and dirs),
+        (WRITE, cfg.write),
+        (STAT, cfg.stat),
+        (LISTOBJ, cfg.s3listobj > 0),
+        (READ, cfg.read),
+        (MULTIDEL, cfg.s3multidel > 0),
+        (RMFILES, cfg.delfiles),
+        (RMDIRS, cfg.deldirs and dirs),
+    )
+    return [kind for kind, on in wanted if on]
+
+
+def skipped_note(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> str | None:
+    """What a time limit kept from running (elbencho's rule: a phase the limit stopped
+    ends the run), as a note for the user; None when nothing was left out."""
+    if not result.phases or result.interrupted or result.error is not None:
+        return None
+    last = result.phases[-1]
+    objects = cfg.object_storage
+    names = [phase_name(kind, cfg.rwmixpct, objects=objects) for kind in phase_kinds(cfg, resolved)]
+    if not last.time_limited or last.name not in names:
+        return None
+    left = names[names.index(last.name) + 1 :]
+    iterations = cfg.iterations - 1 - last.iteration
+    parts = [", ".join(left)] if left else []
+    if iterations:
+        parts.append(f"{iterations} more iteration{'s' if iterations > 1 else ''}")
+    if not parts:
+        return None
+    return (
+        f"--timelimit {cfg.timelimit_s} s stopped {last.name}, so {' and '.join(parts)} "
+        "did not run (as in elbencho, a phase the time limit stops ends the run)"
+    )
+
+
+def housekeeping_kinds(cfg: BenchConfig) -> list[PhaseKind]:
+    """SYNC then DROPCACHE (only synced data can be dropped), as asked for."""
+    return [kind for kind, on in ((SYNC, cfg.sync), (DROPCACHE, cfg.dropcache)) if on]
+
+
+def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, object]:
+    layout = resolved.layout
+    sizes = layout.sizes if isinstance(layout, Layout) else (layout.file_size,) * len(cfg.paths)
+    return {
+        "aiobench_version": __version__,
+        "command": list(cfg.argv),
+        "label": cfg.label,
+        "config": cfg.to_dict(),
+        "seed": cfg.seed,
+        "path_type": resolved.path_type,
+        "paths": list(cfg.paths),
+        "sizes_bytes": list(sizes),
+        "block_size_bytes": layout.block_size,
+        "filesystems": {p: filesystem_type(p) for p in cfg.paths},
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "event_loop": loop_name,
+        "ioengine": cfg.ioengine,
+        "live_interval_ms": cfg.live_interval_ms,
+        "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="milliseconds"
+        ),
+        "notes": list(resolved.notes),
+    }
+
+
+def _open(engine: Engine, cfg: BenchConfig, resolved: Resolved, job: Coordinator) -> Targets:
+    """Open the targets, on every process or none (a process that opened them removes what
+    it created when another could not)."""
+    # A signal stops the opening between targets (under MPI: see RunContext.check_signal)
+    return job.agreed(
+        lambda: engine.open(cfg, resolved.path_type, check=job.check_signal),
+        undo=lambda opened: opened.undo(),
+    )
+
+
+def run_benchmark(
+    cfg: BenchConfig,
+    resolved: Resolved,
+    *,
+    engine: Engine | None = None,
+    observer: Observer | None = None,
+    meta: dict[str, object] | None = None,
+    coordinator: Coordinator | None = None,
+) -> RunResult:
+    """Open the targets and run every phase; never raises for I/O errors, nor for a signal
+    once a block has started.
+
+    Raises :class:`~aiobench.errors.ConfigError` only during setup, and
+    :class:`~aiobench.run.interrupts.Interrupted` for a signal before the first block started,
+    both before anything was measured (and after removing any file it created). A run that
+    a signal ended removes the files it created unless a write phase completed on them
+    (:meth:`~aiobench.plan.targets.Targets.finish`). Every process of the job calls this
+    (``coordinator``); the lead's result holds the job's phases, the others' only the
+    outcome. The ``observer`` hears of it all (:mod:`aiobench.results.events`).
+    """
+    job = coordinator or Coordinator()
+    loop_name = job.loop_name()
+    engine = engine or registry.make(cfg.ioengine)
+    result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
+    result.meta["ioengine"] = engine.name
+    opened = _open(engine, cfg, resolved, job)
+    stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
+    try:
+        executor = make_executor(cfg.slots)
+    except BaseException:
+        opened.close()
+        raise
+    observer = observer or Observer()
+    ctx = RunContext(
+        cfg=cfg,
+        layout=resolved.layout,
+        targets=opened,
+        engine=engine,
+        executor=executor,
+        stop=stop,
+        observer=job.events(observer),
+        live_interval_ns=cfg.live_interval_ms * 1_000_000,
+        coordinator=job,
+        split=job.split(cfg.threads, isinstance(resolved.layout, DirLayout)),
+    )
+    kinds = phase_kinds(cfg, resolved)
+    observer.ready()  # setup can no longer fail: notes for the user may go out now
+
+    def report(
+        phase: PhaseResult,
+        error: BenchIOError | None,
+        iteration: int,
+        shared: PhaseShared | None = None,
+    ) -> bool:
+        """Keep a block's result; whether the run goes on (on every process)."""
+        phase = dataclasses.replace(
+            phase,
+            iteration=iteration,
+            iterations=cfg.iterations,
+            error=error.to_dict() if error is not None else None,
+        )
+        if shared is not None and shared.kind == WRITE and error is None:
+            opened.filled |= not phase.interrupted
+        return job.report(result, phase, error, shared, stop, observer)
+
+    async def housekeeping(iteration: int) -> bool:
+        for kind in housekeeping_kinds(cfg):
+            ctx.check_signal()
+            job.barrier()
+            if not report(*await run_housekeeping(kind, ctx.engine, opened), iteration):
+                return False
+        return True
+
+    async def sequence(iteration: int) -> bool:
+        """The housekeeping blocks and phases once, in their fixed order; whether to go on."""
+        if not await housekeeping(iteration):
+            return False
+        for index, kind in enumerate(kinds):
+            if index or iteration:  # --phasedelay (a stop ends the wait)
+                await _wait(cfg.phasedelay_s, stop)
+            # Each phase of each iteration draws its own offsets and data from the seed;
+            # iteration 0 numbers its phases as a run without -i does (same seed, same I/O).
+            phase, shared = await run_phase(ctx, kind, iteration * len(kinds) + index)
+            if not report(phase, shared.error, iteration, shared):
+                return False
+            if not await housekeeping(iteration):
+                return False
+        return True
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        # From the signal handler: Event.set() takes a lock the main thread may hold.
+        interrupts.attach(lambda: loop.call_soon_threadsafe(stop.set))
+        try:
+            for iteration in range(cfg.iterations):
+                if not await sequence(iteration):
+                    break
+        except interrupts.Interrupted:
+            pass  # a block's setup stopped before its start; the signal is settled below
+        finally:
+            interrupts.attach(None)
+            await opened.release()
+
+    try:
+        backend_options = {"use_uvloop": loop_name == "uvloop"}
+        anyio.run(main, backend="asyncio", backend_options=backend_options)
+    finally:
+        executor.shutdown(wait=True)
+        opened.close()
+        job.close()
+    signum = job.signalled(result)
+    if signum is not None:  # before anything was measured: the CLI says so
+        opened.finish(interrupted=True)
+        raise interrupts.Interrupted(signum)
+    interrupts.settle()  # the outcome is fixed: a later signal does not change it
+    opened.finish(interrupted=result.interrupted)
+    if job.lead:
+        observer.run_done(result)
+    return result
+
+
+async def _wait(seconds: int, stop: StopEvent) -> None:
+    """Sleep, in slices short enough that a stop (a signal, a peer's error) ends it soon;
+    the stop is a threading event (the native loops read it), so it is polled."""
+    until = perf_counter() + seconds
+    while not stop.is_set() and (left := until - perf_counter()) > 0:  # noqa: ASYNC110
+        await anyio.sleep(min(left, 0.05))
+
+
+def exit_code(result: RunResult) -> int:
+    if result.error is not None:
+        return EXIT_IO_ERROR
+    if result.interrupted:
+        return 128 + int(signal.Signals[str(result.meta.get("signal", "SIGINT"))])
+    return 0

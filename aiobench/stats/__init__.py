@@ -1,0 +1,1 @@
+"""Latency recording, intervals, timelines, merging and the phase summary; pure."""

@@ -19,6 +19,7 @@ from aiobench.config import LAUNCH_OPTIONS, MAX_NINES, BenchConfig, build_config
 from aiobench.engines import registry
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.helptext import PanelCommand
+from aiobench.kinds import EngineName
 from aiobench.options import Opt, declared
 from aiobench.render import stdio
 from aiobench.render.stdio import guard_standard_streams
@@ -29,6 +30,7 @@ from aiobench.text import printable
 # The rest (numpy, the engines, the renderers) is imported where a command needs it, so
 # that --help and --version start in a fraction of the time (scripts/bench --section cli).
 if TYPE_CHECKING:
+    from aiobench.engines.base import Engine
     from aiobench.plan.targets import Resolved
     from aiobench.render.outputs import Outputs
     from aiobench.results.model import RunResult
@@ -102,7 +104,8 @@ def bench(**options: Any) -> int:
     from aiobench.run.runner import exit_code, phase_kinds, run_benchmark, run_meta, skipped_note
 
     job = connect(cfg)
-    resolved = job.agreed(lambda: _resolve(cfg, job))
+    engine = registry.make(cfg.ioengine)  # the one engine of the run: it resolves and runs
+    resolved = job.agreed(lambda: _resolve(cfg, job, engine))
     job.agreed(lambda: check_output_files(cfg) if job.lead else None)
     human = sys.stderr if cfg.stdout_option is not None else sys.stdout
     if cfg.dryrun:
@@ -114,7 +117,7 @@ def bench(**options: Any) -> int:
     # Only the lead prints and writes files; the others run their share.
     outputs = Outputs(cfg, meta, human, notes=_notes(cfg, resolved, job)) if job.lead else None
     result = run_benchmark(
-        cfg, resolved, observer=outputs or Observer(), meta=meta, coordinator=job
+        cfg, resolved, engine, observer=outputs or Observer(), meta=meta, coordinator=job
     )
     code = exit_code(result)
     if outputs is not None:
@@ -134,7 +137,7 @@ def _notes(cfg: BenchConfig, resolved: Resolved, job: Coordinator) -> list[str]:
     if cfg.ioengine_fallback:
         notes.append(registry.FALLBACK_NOTE)
     small = resolved.path_type == DIR or resolved.layout.block_size <= GIL_NOTE_MAX_BLOCK
-    if cfg.ioengine == registry.PYTHON and cfg.slots > 1 and small:
+    if cfg.ioengine == EngineName.PYTHON and cfg.slots > 1 and small:
         notes.append(
             f"{cfg.slots} slots share one Python interpreter; for small blocks and "
             "metadata calls, waiting for its lock adds to measured latency (use MPI "
@@ -221,14 +224,15 @@ def _print_out(text: str) -> None:
         raise AiobenchError(f"stdout: {reason(failed)}: the output could not be written")
 
 
-def _resolve(cfg: BenchConfig, job: Coordinator) -> Resolved:
+def _resolve(cfg: BenchConfig, job: Coordinator, engine: Engine) -> Resolved:
     """The paths and sizes, then the memory budget of this process's threads."""
     from aiobench.plan.memory import check_memory
-    from aiobench.plan.targets import resolve
 
     # The layout is that of all the thread ranks the dataset is split over.
     slices = job.split(cfg.threads, os.path.isdir(cfg.paths[0])).slices
-    resolved = resolve(cfg if slices == cfg.threads else dataclasses.replace(cfg, threads=slices))
+    resolved = engine.resolve(
+        cfg if slices == cfg.threads else dataclasses.replace(cfg, threads=slices)
+    )
     check_memory(cfg, resolved, slices)
     return resolved
 

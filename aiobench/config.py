@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import resource
 import secrets
 from dataclasses import dataclass, fields
 
-from aiobench.engines import registry
 from aiobench.errors import ConfigError
-from aiobench.kinds import PathType
+from aiobench.kinds import NATIVE_MODULE, EngineName, PathType
 from aiobench.options import (
     DIR_MODE,
     OBJECTS,
@@ -525,8 +525,8 @@ class BenchConfig:
         cli_type=str | None,
         metavar="native|python|s3",
         shown="native where it was built, else python; s3 for s3:// PATHs",
-        parse=lambda name, _: registry.checked(name),
-        default=registry.PYTHON,
+        parse=lambda name, _: checked_engine(name),
+        default=EngineName.PYTHON,
     )
     s3endpoints: str | None = option(
         None,
@@ -739,6 +739,39 @@ LAUNCH_OPTIONS = (
 )
 
 
+def native_built() -> bool:
+    """Whether the native engine's C extension is installed here: found, not loaded (the
+    config loads no engine; one that is found but does not load is refused when made)."""
+    return importlib.util.find_spec(NATIVE_MODULE) is not None
+
+
+def checked_engine(name: str | None) -> str:
+    """The engine a run uses: ``name`` (``--ioengine``), or the default (native where it
+    was built, else python); raises :class:`ConfigError` for an unknown one or a native
+    engine that is not built."""
+    if name is None:
+        return EngineName.NATIVE if native_built() else EngineName.PYTHON
+    names = tuple(EngineName)
+    if name not in names:
+        raise ConfigError(f"--ioengine: must be one of {', '.join(names)} (got {name!r})")
+    if name == EngineName.NATIVE and not native_built():
+        raise ConfigError(
+            f"--ioengine native: the C extension {NATIVE_MODULE} is not built here "
+            "(install with a C compiler and Python's headers), or use --ioengine python"
+        )
+    return name
+
+
+def _engine_for_paths(name: str, given: bool, objects: bool) -> str:
+    """The engine for the run's PATHs: s3:// ones take the S3 engine, which takes nothing
+    else (``given``: ``name`` came from --ioengine)."""
+    if objects and given and name != EngineName.S3:
+        raise ConfigError(f"--ioengine {name}: does not do object storage (s3:// PATHs)")
+    if not objects and name == EngineName.S3:
+        raise ConfigError("--ioengine s3: only for s3:// PATHs (buckets)")
+    return EngineName.S3 if objects else name
+
+
 def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     """A :class:`BenchConfig` of raw option values, named as the long options are
     (``block="4k"``, ``nolive=True``; one not given takes its default), or
@@ -750,9 +783,9 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     objects = any(str(path).startswith(S3_SCHEME) for path in paths)
     engine = values["ioengine"]
     assert isinstance(engine, str)
-    values["ioengine"] = registry.for_paths(engine, raw.get("ioengine") is not None, objects)
+    values["ioengine"] = _engine_for_paths(engine, raw.get("ioengine") is not None, objects)
     values["ioengine_fallback"] = raw.get("ioengine") is None and (
-        values["ioengine"] == registry.PYTHON
+        values["ioengine"] == EngineName.PYTHON
     )
     argv = redacted(argv, [opt for _, opt in declared(BenchConfig)])
     cfg = BenchConfig(argv=argv, **values)  # type: ignore[arg-type]

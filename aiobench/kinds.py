@@ -1,4 +1,5 @@
-"""Phase kinds and their names in results, in the fixed order phases run; path types; pure.
+"""Phase kinds and their names in results, in the fixed order phases run; engine names and
+path types; pure.
 
 File mode has WRITE and READ; dir mode has all six. SYNC and DROPCACHE (``--sync``,
 ``--dropcache``) are not benchmark phases but get result blocks of their own, before the
@@ -58,6 +59,19 @@ def phase_name(kind: PhaseKind, rwmix_pct: int | None = None, *, objects: bool =
     if kind == WRITE and rwmix_pct is not None:
         return f"RWMIX{rwmix_pct}"
     return (OBJECT_PHASE_NAMES if objects else PHASE_NAMES)[kind]
+
+
+class EngineName(StrEnum):
+    """The engines by name (``--ioengine``), readable without loading one;
+    :mod:`aiobench.engines.registry` makes them."""
+
+    NATIVE = "native"  # the C extension, where it was built: the default
+    PYTHON = "python"  # the reference engine and the fallback, always there
+    S3 = "s3"  # object storage: the only engine for s3:// PATHs
+
+
+# The C extension of the native engine, by module name (found here, loaded by the engine).
+NATIVE_MODULE = "aiobench.engines._native"
 
 
 class PathType(StrEnum):

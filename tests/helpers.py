@@ -15,12 +15,15 @@ import numpy as np
 import pytest
 
 from aiobench.config import BenchConfig
+from aiobench.engines import registry
 from aiobench.engines.base import Engine, Job, RawBatch
 from aiobench.engines.null import NullEngine
 from aiobench.plan.dirmode import DirLayout
-from aiobench.plan.targets import Layout, Slice
+from aiobench.plan.targets import Layout, Resolved, Slice
 from aiobench.plan.workload import OpStream
+from aiobench.results.model import RunResult
 from aiobench.run.phases import RunContext, make_executor
+from aiobench.run.runner import run_benchmark
 from aiobench.stats.recorders import PERCENTILES, LatencySummary
 from tests.conftest import fd_targets
 
@@ -42,6 +45,18 @@ class RecordingEngine(NullEngine):
         with self.lock:
             self.ends.extend((index, end) for end in batch.ends)
         return batch
+
+
+def resolved_for(cfg: BenchConfig) -> Resolved:
+    """The run's targets as the CLI resolves them: by the engine the config names."""
+    return registry.make(cfg.ioengine).resolve(cfg)
+
+
+def run(cfg: BenchConfig, engine: Engine | None = None, **options: Any) -> RunResult:
+    """A whole run as the CLI makes it: one engine (the config's, unless given) resolves
+    the targets and runs every phase."""
+    engine = engine or registry.make(cfg.ioengine)
+    return run_benchmark(cfg, engine.resolve(cfg), engine, **options)
 
 
 def context(

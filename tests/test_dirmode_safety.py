@@ -23,6 +23,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.config import BenchConfig
+from aiobench.engines import registry
 from aiobench.engines.base import Engine, IoOptions, Job
 from aiobench.engines.buffers import SlotBuffer
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
@@ -141,7 +142,7 @@ def run_past_setup(path: Path, **over: Any) -> Doc:
         block_size=cfg.block_size,
         sharing=False,
     )
-    result = run_benchmark(cfg, Resolved(DIR, layout, ()))
+    result = run_benchmark(cfg, Resolved(DIR, layout, ()), registry.make(cfg.ioengine))
     assert result.error is not None
     error: Doc = result.error
     return error

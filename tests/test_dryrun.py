@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.engines.registry import default_name
+from aiobench.config import checked_engine
 from tests.conftest import RunCli
 
 MIB = 1 << 20
@@ -39,7 +39,7 @@ def test_file_mode_plan_creates_nothing(run_cli: RunCli, tmp_path: Path) -> None
         "PLAN (--dryrun)",
         "Targets         : 4 files: new1 (10.0 MiB), new2 (10.0 MiB), new3 (10.0 MiB), "
         "new4 (10.0 MiB)",
-        f"Threads         : 3 x iodepth 1 = 3 slots, {default_name()} engine",
+        f"Threads         : 3 x iodepth 1 = 3 slots, {checked_engine(None)} engine",
         "Per thread      : 13 blocks (the last 14) of 1.0 MiB",
         "WRITE           : 40.0 MiB, 40 sequential operations of 1.0 MiB",
         "READ            : 40.0 MiB, 40 sequential operations of 1.0 MiB",

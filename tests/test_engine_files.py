@@ -10,18 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aiobench.engines import registry
 from aiobench.engines.base import Engine, Job
 from aiobench.engines.buffers import SlotBuffer
 from aiobench.kinds import READ
-from aiobench.plan.targets import resolve
 from aiobench.plan.workload import OpRun
 from aiobench.run.runner import run_benchmark
 from tests.conftest import fd_targets, make_cfg
+from tests.helpers import resolved_for
+from tests.helpers import run as run_cfg
 
 
 def run(paths: list[Path], **over: object) -> object:
     cfg = make_cfg([str(p) for p in paths], **over)
-    return run_benchmark(cfg, resolve(cfg))
+    return run_cfg(cfg)
 
 
 def blocks_of(path: Path, size: int) -> list[bytes]:
@@ -87,9 +89,9 @@ def test_read_past_end_reports_path_offset_and_errno(tmp_path: Path) -> None:
     target = tmp_path / "f"
     target.write_bytes(np.random.default_rng(0).bytes(64 * 1024))
     cfg = make_cfg([str(target)], write=False, read=True, block="4k", size=None)
-    resolved = resolve(cfg)
+    resolved = resolved_for(cfg)
     os.truncate(target, 32 * 1024)  # shrinks after the size was detected
-    result = run_benchmark(cfg, resolved)
+    result = run_benchmark(cfg, resolved, registry.make(cfg.ioengine))
     assert result.error is not None
     assert result.error["path"] == str(target)
     assert result.error["offset"] == 32 * 1024
@@ -115,7 +117,7 @@ def test_peak_inflight_on_real_direct_io(tmp_path: Path, iodepth: int, expected:
         direct=True,
         timelimit=1,
     )
-    result = run_benchmark(cfg, resolve(cfg))
+    result = run_cfg(cfg)
     phase = result.phases[0]
     assert phase.peak_inflight_ops == expected
     assert phase.last_done.ops > 0

@@ -19,7 +19,7 @@ from aiobench.engines.base import IoOptions, Job, RawBatch, _int64
 from aiobench.engines.posix import FdTargets, PosixTargets, fds_of
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import READ, WRITE
-from aiobench.plan.targets import FILE, Layout, Probe, Targets, resolve
+from aiobench.plan.targets import FILE, Layout, Probe, Resolved, Targets, resolve
 from aiobench.plan.workload import OpRun
 from aiobench.run.runner import run_benchmark
 from tests.conftest import make_cfg
@@ -60,8 +60,11 @@ class MemoryEngine:
         found = self.store.get(path)
         return Probe(FILE, None if found is None else len(found))
 
+    def resolve(self, cfg: BenchConfig) -> Resolved:
+        return resolve(cfg, self.probe)
+
     def open(
-        self, cfg: BenchConfig, path_type: str, check: Callable[[], None] | None = None
+        self, cfg: BenchConfig, resolved: Resolved, check: Callable[[], None] | None = None
     ) -> MemoryTargets:
         self.calls.append("open")
         self.opened.append(MemoryTargets(cfg.paths, self.store))
@@ -96,7 +99,7 @@ class MemoryEngine:
     def sync(self, targets: Targets) -> None:
         self.calls.append("sync")
 
-    def slot_depth(self, kind: str, options: IoOptions, iodepth: int, *, dir_mode: bool) -> int:
+    def slot_depth(self, targets: Targets, kind: str, options: IoOptions, iodepth: int) -> int:
         return 1
 
     def run(self, job: Job) -> RawBatch:
@@ -131,7 +134,7 @@ def test_a_new_engine_runs_a_benchmark_on_targets_that_are_not_files(
     engine = MemoryEngine()
     paths = ["bucket/a", "bucket/b"]
     cfg = make_cfg(paths, read=True, block="4k", size="64k", threads=2, sync=True)
-    result = run_benchmark(cfg, resolve(cfg, engine.probe), engine=engine)
+    result = run_benchmark(cfg, engine.resolve(cfg), engine)
     assert result.error is None
     assert [p.name for p in result.phases if p.name in ("WRITE", "READ")] == ["WRITE", "READ"]
     for phase in (p for p in result.phases if p.name in ("WRITE", "READ")):
@@ -160,12 +163,13 @@ def test_the_engines_probe_decides_what_a_path_is() -> None:
 
 def test_posix_handles_are_only_the_posix_engines(tmp_path: Path) -> None:
     engine = MemoryEngine()
-    memory = engine.open(make_cfg(["x"]), FILE)
+    memory = engine.open(make_cfg(["x"]), Resolved(FILE, Layout((4096,), 4096), ()))
     with pytest.raises(TypeError, match="targets of another engine: MemoryTargets"):
         fds_of(memory)
     with pytest.raises(TypeError):
         PosixTargets().sync(memory)
-    opened = PosixTargets().open(make_cfg([str(tmp_path / "f")]), FILE)
+    cfg = make_cfg([str(tmp_path / "f")])
+    opened = PosixTargets().open(cfg, Resolved(FILE, Layout((cfg.size_bytes,), 4096), ()))
     assert isinstance(opened, FdTargets) and len(fds_of(opened)) == 1
     opened.undo()  # it created the file: removed again
     assert list(tmp_path.iterdir()) == []

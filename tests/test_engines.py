@@ -25,11 +25,11 @@ from aiobench.engines.gate import StopEvent
 from aiobench.engines.python import PosixEngine
 from aiobench.engines.verify import pattern
 from aiobench.kinds import READ, WRITE, PhaseKind
-from aiobench.plan.targets import resolve
 from aiobench.plan.workload import OpRun, RwMix
 from aiobench.results.model import RunResult
 from aiobench.run.runner import run_benchmark
 from tests.conftest import fd_targets, make_cfg, mounted_tmpfs, require_root_tools, run_tool
+from tests.helpers import resolved_for, run
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"{native.build_error}")
 
@@ -43,7 +43,7 @@ def engine(name: str) -> Engine:
 
 def bench(name: str, paths: list[Path], **over: Any) -> RunResult:
     cfg = make_cfg([str(p) for p in paths], **over)
-    return run_benchmark(cfg, resolve(cfg), engine=engine(name))
+    return run(cfg, engine(name))
 
 
 def tree(root: Path) -> dict[str, bytes | None]:
@@ -176,9 +176,9 @@ def test_a_short_read_in_file_mode_is_worded_alike(tmp_path: Path, name: str) ->
     target = tmp_path / "f"
     target.write_bytes(bytes(64 * 1024))
     cfg = make_cfg([str(target)], write=False, read=True, block="4k", size=None)
-    resolved = resolve(cfg)
+    resolved = resolved_for(cfg)
     os.truncate(target, 30 * 1024)  # the 8th block comes back 2 KiB short
-    result = run_benchmark(cfg, resolved, engine=engine(name))
+    result = run_benchmark(cfg, resolved, engine(name))
     assert result.error is not None
     assert result.error["message"] == (
         f"{target}: offset 28672: EIO (short transfer: 2048 of 4096 bytes)"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from aiobench.engines.registry import native_built
+from aiobench.config import native_built
 from aiobench.results.schema import load_schema
 from tests.conftest import RunCli
 

@@ -32,17 +32,15 @@ from aiobench.engines.base import Job, RawBatch
 from aiobench.engines.null import NullEngine
 from aiobench.engines.python import PosixEngine
 from aiobench.errors import BenchIOError
-from aiobench.plan.targets import resolve
 from aiobench.plan.workload import OpRun
 from aiobench.render.table import HEADER, render_table, summary_text
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, RunResult, Totals
 from aiobench.results.schema import load_schema
-from aiobench.run.runner import run_benchmark
 from aiobench.stats.iterations import Spread, summarize
 from tests.conftest import errors_of, make_cfg
 from tests.conftest import run_aiobench as aiobench
-from tests.helpers import delete_at, no_latency, set_at
+from tests.helpers import delete_at, no_latency, run, set_at
 
 MIB = 1 << 20
 NS_PER_MS = 1_000_000
@@ -314,7 +312,7 @@ def offsets(tmp_path: Path, iterations: int) -> list[tuple[str, list[int]]]:
         iterations=iterations, seed=11,
     )  # fmt: skip
     marks = Marks()
-    result = run_benchmark(cfg, resolve(cfg), engine=OffsetRecorder(marks), observer=marks)
+    result = run(cfg, OffsetRecorder(marks), observer=marks)
     assert result.error is None
     assert [(p.name, p.iteration) for p in result.phases] == [
         (name, i) for i in range(iterations) for name in ("WRITE", "READ")
@@ -342,7 +340,7 @@ def test_each_iteration_writes_its_own_data_reproducibly(tmp_path: Path) -> None
 
     def written(iterations: int) -> bytes:
         cfg = make_cfg([str(target)], block="4k", size="64k", iterations=iterations, seed=3)
-        result = run_benchmark(cfg, resolve(cfg))
+        result = run(cfg)
         assert [p.iteration for p in result.phases] == list(range(iterations))
         return target.read_bytes()
 
@@ -375,7 +373,7 @@ def test_an_error_ends_the_run_and_the_summary_covers_what_ran(tmp_path: Path) -
     cfg = make_cfg([str(tmp_path / "f")], read=True, block="4k", size="16k", iterations=3)
     marks = Marks()
     engine = FailingEngine(marks, fail_at=3)
-    result = run_benchmark(cfg, resolve(cfg), engine=engine, observer=marks)
+    result = run(cfg, engine, observer=marks)
     assert result.error is not None and result.error["errno_name"] == "EIO"
     reported = [("WRITE", 0), ("READ", 0), ("WRITE", 1), ("READ", 1)]
     assert [(p.name, p.iteration) for p in result.phases] == reported
@@ -389,7 +387,7 @@ def test_an_error_ends_the_run_and_the_summary_covers_what_ran(tmp_path: Path) -
 def test_run_done_is_heard_once_without_iterations(tmp_path: Path) -> None:
     cfg = make_cfg([str(tmp_path / "f")], block="4k", size="16k")
     marks = Marks()
-    run_benchmark(cfg, resolve(cfg), engine=NullEngine(), observer=marks)
+    run(cfg, NullEngine(), observer=marks)
     assert marks.done == [[("WRITE", 0)]]
 
 

@@ -18,7 +18,6 @@ from aiobench.engines.buffers import POOL_SLACK, POOL_WINDOWS, SlotBuffer, pool_
 from aiobench.kinds import WRITE
 from aiobench.plan.memory import available_memory, slot_needs, slots_with_work
 from aiobench.plan.slots import slots_for, streams_for
-from aiobench.plan.targets import resolve
 from aiobench.run.phases import RunContext
 from aiobench.run.worker import Slot
 from tests.conftest import (
@@ -29,6 +28,7 @@ from tests.conftest import (
     mounted_tmpfs,
     run_aiobench_rss,
 )
+from tests.helpers import resolved_for
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 # A refused run imports aiobench and stops: ~60 MiB here. Far below what any of these
@@ -215,7 +215,7 @@ def test_budget_counts_the_slots_a_phase_allocates(tmp_path: Path, over: dict[st
         timelimit=0, label="", nolive=True, seed=1, force=False,
     )  # fmt: skip
     cfg = build_config(**{**args, **over})  # type: ignore[arg-type]
-    resolved = resolve(cfg)
+    resolved = resolved_for(cfg)
     ctx = RunContext(
         cfg=cfg,
         layout=resolved.layout,

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.plan.targets import Resolved, resolve
+from aiobench.plan.targets import Resolved
 from aiobench.results.model import PhaseResult, RunResult, Totals
 from aiobench.run.runner import skipped_note
 from aiobench.stats.recorders import LatencyRecorder
 from tests.conftest import RunCli, make_cfg
+from tests.helpers import resolved_for
 
 
 @pytest.mark.parametrize("option", ["-d", "--stat", "-F", "-D"])
@@ -82,7 +83,7 @@ def test_skipped_note_names_the_phases_left(tmp_path: Path) -> None:
         [str(tmp_path)], read=True, mkdirs=True, stat=True, delfiles=True, deldirs=True,
         block="4k", size="4k", timelimit=5,
     )  # fmt: skip
-    resolved: Resolved = resolve(cfg)
+    resolved: Resolved = resolved_for(cfg)
     run = RunResult(meta={})
     run.phases = [phase("MKDIRS", time_limited=False), phase("WRITE", time_limited=True)]
     assert skipped_note(cfg, resolved, run) == (

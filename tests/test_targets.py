@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from aiobench.errors import ConfigError
-from aiobench.plan.targets import FILE, Layout, Slice, resolve
+from aiobench.plan.targets import FILE, Layout, Slice
 from tests.conftest import make_cfg
+from tests.helpers import resolved_for
 
 MIB = 1 << 20
 
@@ -40,7 +41,7 @@ def test_locate_short_last_block() -> None:
 
 def test_resolve_cuts_block_to_file_size(tmp_path: Path) -> None:
     cfg = make_cfg([str(tmp_path / "f")], block="4m", size="1m")
-    resolved = resolve(cfg)
+    resolved = resolved_for(cfg)
     assert resolved.path_type == FILE
     assert resolved.layout.block_size == MIB
     assert any("cut" in note for note in resolved.notes)
@@ -49,7 +50,7 @@ def test_resolve_cuts_block_to_file_size(tmp_path: Path) -> None:
 
 def test_resolve_rounds_down_with_rand(tmp_path: Path) -> None:
     cfg = make_cfg([str(tmp_path / "f")], block="4k", size="10000", rand=True)
-    resolved = resolve(cfg)
+    resolved = resolved_for(cfg)
     assert isinstance(resolved.layout, Layout)
     assert resolved.layout.sizes == (8192,)
     assert any("rounded" in note for note in resolved.notes)
@@ -61,7 +62,7 @@ def test_resolve_detects_read_sizes(tmp_path: Path) -> None:
     cfg = make_cfg(
         [str(tmp_path / "a"), str(tmp_path / "b")], write=False, read=True, size=None, block="1k"
     )
-    layout = resolve(cfg).layout
+    layout = resolved_for(cfg).layout
     assert isinstance(layout, Layout)
     assert layout.sizes == (5000, 7000)
 
@@ -69,7 +70,7 @@ def test_resolve_detects_read_sizes(tmp_path: Path) -> None:
 def test_fewer_blocks_than_threads_is_refused(tmp_path: Path) -> None:
     cfg = make_cfg([str(tmp_path / "f")], block="4k", size="8k", threads=3)
     with pytest.raises(ConfigError, match="threads"):
-        resolve(cfg)
+        resolved_for(cfg)
 
 
 def test_randamount_below_one_block_per_thread_is_refused(tmp_path: Path) -> None:
@@ -77,4 +78,4 @@ def test_randamount_below_one_block_per_thread_is_refused(tmp_path: Path) -> Non
         [str(tmp_path / "f")], block="4k", size="1m", threads=4, rand=True, randamount="12k"
     )
     with pytest.raises(ConfigError, match="--randamount"):
-        resolve(cfg)
+        resolved_for(cfg)

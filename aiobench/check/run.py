@@ -28,11 +28,11 @@ from aiobench.check.judge import judge
 from aiobench.check.model import CheckResult, Finding, row_of
 from aiobench.check.plan import Calibration, CheckTest
 from aiobench.check.workdir import WorkDir, check_dir, free_bytes, rotational
-from aiobench.config import BenchConfig, build_config
+from aiobench.config import BenchConfig, build_config, checked_engine
 from aiobench.engines import registry
 from aiobench.errors import AiobenchError, ConfigError
 from aiobench.plan.memory import available_memory, check_memory
-from aiobench.plan.targets import filesystem_type, resolve
+from aiobench.plan.targets import filesystem_type
 from aiobench.results.model import PhaseResult, RunResult
 from aiobench.run import interrupts
 from aiobench.run.runner import event_loop_name, run_benchmark, run_meta
@@ -107,10 +107,11 @@ class _Check:
         interrupts.resume()  # the previous run settled its signals; this one counts them
         interrupts.check()
         began = self.clock()
-        resolved = resolve(cfg)
+        engine = registry.make(cfg.ioengine)
+        resolved = engine.resolve(cfg)
         check_memory(cfg, resolved, cfg.threads)
         meta = run_meta(cfg, resolved, event_loop_name())
-        run = run_benchmark(cfg, resolved, meta=meta)
+        run = run_benchmark(cfg, resolved, engine, meta=meta)
         self.runs += 1
         self.overheads.append(_overhead(run, self.clock() - began))
         if cfg.ioengine_fallback and registry.FALLBACK_NOTE not in self.notes:
@@ -295,7 +296,7 @@ def run_check(
             "filesystem": fstype,
             "direct_io": False,
             "rotational": rotational(dir_path),
-            "ioengine": registry.checked(None),
+            "ioengine": checked_engine(None),
             "event_loop": event_loop_name(),
             "budget_s": budget_s,
             "elapsed_ns": 0,

@@ -24,7 +24,7 @@ from aiobench.engines.verify import Mismatch
 from aiobench.errors import BenchIOError, VerifyError
 from aiobench.kinds import PhaseKind
 from aiobench.plan.dirmode import EntryRun
-from aiobench.plan.targets import Probe, Targets
+from aiobench.plan.targets import Probe, Resolved, Targets
 from aiobench.plan.workload import OpRun
 
 if TYPE_CHECKING:
@@ -200,10 +200,16 @@ class Engine(Protocol):
         :class:`~aiobench.errors.ConfigError` for what the engine cannot run on."""
         ...
 
+    def resolve(self, cfg: BenchConfig) -> Resolved:
+        """Before the run: what the PATHs are (:meth:`probe`) and the run's layout on them,
+        checked against the options; read-only, opening nothing under --dryrun. What the
+        engine needs of it later travels to :meth:`open` in the result, parsed once."""
+        ...
+
     def open(
-        self, cfg: BenchConfig, path_type: str, check: Callable[[], None] | None = None
+        self, cfg: BenchConfig, resolved: Resolved, check: Callable[[], None] | None = None
     ) -> Targets:
-        """Open (creating files to write) the run's targets; raises
+        """Open (creating files to write) the targets :meth:`resolve` found; raises
         :class:`~aiobench.errors.ConfigError`, having removed what it created, when one
         cannot be. ``check`` is called before each target and may raise to stop."""
         ...
@@ -230,8 +236,11 @@ class Engine(Protocol):
     def sync(self, targets: Targets) -> None: ...
 
     def slot_depth(
-        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
-    ) -> int: ...
+        self, targets: Targets, kind: PhaseKind, options: IoOptions, iodepth: int
+    ) -> int:
+        """How many operations one slot keeps in flight on ``targets``: 1, or up to
+        ``iodepth`` where the engine queues them itself (a thread then runs one slot)."""
+        ...
 
 
 class AsyncEngine(Engine, Protocol):

@@ -32,12 +32,13 @@ from aiobench.engines.base import (
 from aiobench.engines.dirwalk import BlockError, entry_parents, file_flags, run_entries
 from aiobench.engines.gate import StopEvent
 from aiobench.engines.nofollow import ParentDirs, reuse_dir, symlink_error
-from aiobench.engines.posix import DIR_MODE, FILE_MODE, PosixTargets, fds_of
+from aiobench.engines.posix import DIR_MODE, FILE_MODE, PosixTargets, fd_targets, fds_of
 from aiobench.engines.python import python_entries
 from aiobench.engines.verify import Mismatch
 from aiobench.errors import BenchIOError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import EntryRun
+from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
 
 try:
@@ -75,13 +76,14 @@ class NativeEngine(PosixTargets):
             raise RuntimeError(f"the native engine is not available: {build_error}")
 
     def slot_depth(
-        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+        self, targets: Targets, kind: PhaseKind, options: IoOptions, iodepth: int
     ) -> int:
         """With ``--direct``, file-mode reads and writes keep ``--iodepth`` operations in
         flight from one thread through Linux AIO, as fio's and elbencho's libaio engines
         do. (On cached files io_submit does the I/O itself before it returns, so there
         ``--iodepth`` stays a count of slots, each with its executor thread.)"""
-        if iodepth > 1 and options.direct and not dir_mode and _queues(kind, options):
+        dirs = fd_targets(targets).dirs
+        if iodepth > 1 and options.direct and not dirs and _queues(kind, options):
             return iodepth
         return 1
 

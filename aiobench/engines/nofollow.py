@@ -5,7 +5,8 @@ otherwise have the benchmark write and delete outside PATH. So the engine reache
 entry's parent dir from the PATH's fd one component at a time with
 ``O_NOFOLLOW | O_DIRECTORY`` and calls ``mkdir``/``open``/``stat``/``unlink``/``rmdir`` on
 the last component only, relative to that parent. PATH itself, named by the user, may be a
-symlink. A symlink found on the way is reported as ``ELOOP`` with :data:`SYMLINK`.
+symlink. A symlink found on the way is reported as ``ELOOP`` with
+:data:`~aiobench.plan.dirmode.SYMLINK`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import os
 import stat
 from collections.abc import Sequence
 
-SYMLINK = "is a symbolic link; aiobench never follows symlinks below PATH"
+from aiobench.plan.dirmode import SYMLINK
+
 DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from aiobench.engines.nofollow import explain, reuse_dir
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import PhaseKind
-from aiobench.plan.targets import BLOCKDEV, DIR, FILE, Probe, Targets
+from aiobench.plan.targets import BLOCKDEV, DIR, FILE, Probe, Resolved, Targets, resolve
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
@@ -46,8 +46,9 @@ class FdTargets(Targets):
     """File targets (or PATH dirs in dir mode) opened with open(2): a descriptor per PATH,
     and the files this opening created."""
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], *, dirs: bool = False) -> None:
         super().__init__(paths)
+        self.dirs = dirs  # the PATH dirs of dir mode, not file targets
         self.fds: list[int] = []
         self.created: list[str] = []
 
@@ -79,11 +80,16 @@ def _sysfs_size(path: str) -> int:
         ) from None
 
 
-def fds_of(targets: Targets) -> list[int]:
-    """The descriptors of targets a POSIX engine opened (another engine's: an error)."""
+def fd_targets(targets: Targets) -> FdTargets:
+    """Targets a POSIX engine opened (another engine's: an error)."""
     if not isinstance(targets, FdTargets):
         raise TypeError(f"targets of another engine: {type(targets).__name__}")
-    return targets.fds
+    return targets
+
+
+def fds_of(targets: Targets) -> list[int]:
+    """The descriptors of targets a POSIX engine opened (another engine's: an error)."""
+    return fd_targets(targets).fds
 
 
 class PosixTargets:
@@ -117,8 +123,12 @@ class PosixTargets:
         finally:
             os.close(fd)
 
+    def resolve(self, cfg: BenchConfig) -> Resolved:
+        """The paths' types and sizes by :meth:`probe`, checked against the options."""
+        return resolve(cfg, self.probe)
+
     def open(
-        self, cfg: BenchConfig, path_type: str, check: Callable[[], None] | None = None
+        self, cfg: BenchConfig, resolved: Resolved, check: Callable[[], None] | None = None
     ) -> FdTargets:
         """Open every path for the run; create missing files when writing.
 
@@ -127,8 +137,9 @@ class PosixTargets:
         file target and may raise to stop (:func:`aiobench.run.interrupts.check`: a signal
         came); what was created is removed then too.
         """
-        opened = FdTargets(cfg.paths)
-        if path_type == DIR:
+        path_type = resolved.path_type
+        opened = FdTargets(cfg.paths, dirs=path_type == DIR)
+        if opened.dirs:
             flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
             try:
                 for path in cfg.paths:
@@ -148,7 +159,7 @@ class PosixTargets:
         return opened
 
     def slot_depth(
-        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+        self, targets: Targets, kind: PhaseKind, options: IoOptions, iodepth: int
     ) -> int:
         """How many operations one slot keeps in flight: 1 here, so a thread runs
         ``iodepth`` slots, one executor thread each; an engine that queues operations

@@ -20,6 +20,10 @@ import numpy.typing as npt
 
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 
+# What a symlink below PATH is called, when the checks before the run or the engine's walk
+# find one (PATH itself, named by the user, may be one).
+SYMLINK = "is a symbolic link; aiobench never follows symlinks below PATH"
+
 
 @dataclass(frozen=True, slots=True)
 class EntryRun:

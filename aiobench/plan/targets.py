@@ -17,11 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aiobench.config import BenchConfig, validate
-from aiobench.engines import registry
-from aiobench.engines.nofollow import SYMLINK
 from aiobench.errors import ConfigError
 from aiobench.kinds import MKDIRS, WRITE, PathType
-from aiobench.plan.dirmode import DirLayout
+from aiobench.plan.dirmode import SYMLINK, DirLayout
 from aiobench.units import MAX_BYTES, format_bytes
 
 FILE, BLOCKDEV, DIR = PathType.FILE, PathType.BLOCKDEV, PathType.DIR
@@ -126,20 +124,21 @@ class Targets:
 
 @dataclass(frozen=True, slots=True)
 class Resolved:
-    """What :func:`resolve` learnt from the disk: path type, sizes and notes for the user."""
+    """What resolving the run learnt (:meth:`~aiobench.engines.base.Engine.resolve`, for
+    files and dirs :func:`resolve`): path type, sizes and notes for the user."""
 
     path_type: PathType
     layout: Layout | DirLayout
     notes: tuple[str, ...]
+    # What the engine that resolved the run parsed for itself (object storage: endpoints,
+    # credentials, region), handed back to its open(); the harness does not look inside.
+    settings: object = None
 
 
-def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None) -> Resolved:
-    """Classify the paths, find their sizes and the effective block size; read-only.
-
-    ``probe`` looks at one PATH (opening nothing under --dryrun): the run's engine's
-    (:func:`aiobench.engines.registry.make`) unless given."""
-    if probe is None:
-        probe = registry.make(cfg.ioengine).probe
+def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe]) -> Resolved:
+    """Classify the paths (files, block devices or dirs), find their sizes and the effective
+    block size; read-only. ``probe`` is the run's engine's look at one PATH (opening nothing
+    under --dryrun)."""
     found = {path: probe(path, not cfg.dryrun) for path in cfg.paths}
     types = {path: seen.path_type for path, seen in found.items()}
     kinds = set(types.values())
@@ -147,9 +146,6 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None)
         listing = ", ".join(f"{p} ({t})" for p, t in types.items())
         raise ConfigError(f"PATH: all paths must be of one type, got {listing}")
     path_type = kinds.pop()
-    if path_type == PathType.S3:
-        validate(cfg, path_type)
-        return _resolve_objects(cfg)
     if path_type == DIR:
         validate(cfg, path_type)
         resolved = _resolve_dirs(cfg)
@@ -186,38 +182,14 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe] | None = None)
             f"-t/--threads: {cfg.threads} threads but only {layout.total_blocks} blocks of "
             f"{block} bytes; use fewer threads, a smaller -b or a larger -s"
         )
-    _check_randamount(cfg, block)
+    check_randamount(cfg, block)
     resolved = Resolved(path_type, layout, tuple(notes))
     _check_space(cfg, resolved)
     return resolved
 
 
-def _resolve_objects(cfg: BenchConfig) -> Resolved:
-    """Object storage: the buckets as dir mode's paths, and what the requests need
-    (endpoints, credentials, region, from the options or the environment)."""
-    from aiobench.engines.s3 import layout as target
-
-    target.parse_endpoints(cfg.s3endpoints, os.environ)
-    target.parse_credentials(cfg.s3key, cfg.s3secret, os.environ)
-    target.parse_region(cfg.s3region)
-    size = cfg.size_bytes
-    if size == 0 and (cfg.write or cfg.read):
-        raise ConfigError("-s/--size: needed (and > 0): the size of each object")
-    block = min(cfg.block_size, size or cfg.block_size)
-    _check_randamount(cfg, block)
-    layout = target.object_layout(
-        len(cfg.paths),
-        cfg.threads,
-        cfg.num_dirs,
-        cfg.num_files,
-        size,
-        block,
-        list_max=cfg.s3listobj,
-    )
-    return Resolved(PathType.S3, layout, ())
-
-
-def _check_randamount(cfg: BenchConfig, block: int) -> None:
+def check_randamount(cfg: BenchConfig, block: int) -> None:
+    """--randamount gives each thread one block at least."""
     if cfg.randamount_bytes is not None and cfg.randamount_bytes // cfg.threads < block:
         raise ConfigError(
             f"--randamount: {cfg.randamount_bytes} bytes give each of the {cfg.threads} threads "

@@ -144,13 +144,7 @@ async def run_phase(
         rate_bytes_per_s=rate_limit(cfg, ctx.layout, kind),
     )
     mixed = rwmix_pct(cfg, kind) is not None
-    depth = (
-        1
-        if mixed
-        else ctx.engine.slot_depth(
-            kind, options, cfg.iodepth, dir_mode=isinstance(ctx.layout, DirLayout)
-        )
-    )
+    depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)
     slots = slots_for(ctx, kind, phase_index, streams, depth)
     shared = PhaseShared(
         kind=kind,

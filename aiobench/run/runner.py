@@ -14,7 +14,6 @@ import anyio
 
 from aiobench import __version__
 from aiobench.config import BenchConfig
-from aiobench.engines import registry
 from aiobench.engines.base import Engine
 from aiobench.engines.gate import StopEvent
 from aiobench.errors import EXIT_IO_ERROR, BenchIOError
@@ -124,7 +123,7 @@ def _open(engine: Engine, cfg: BenchConfig, resolved: Resolved, job: Coordinator
     it created when another could not)."""
     # A signal stops the opening between targets (under MPI: see RunContext.check_signal)
     return job.agreed(
-        lambda: engine.open(cfg, resolved.path_type, check=job.check_signal),
+        lambda: engine.open(cfg, resolved, check=job.check_signal),
         undo=lambda opened: opened.undo(),
     )
 
@@ -132,8 +131,8 @@ def _open(engine: Engine, cfg: BenchConfig, resolved: Resolved, job: Coordinator
 def run_benchmark(
     cfg: BenchConfig,
     resolved: Resolved,
+    engine: Engine,
     *,
-    engine: Engine | None = None,
     observer: Observer | None = None,
     meta: dict[str, object] | None = None,
     coordinator: Coordinator | None = None,
@@ -151,7 +150,6 @@ def run_benchmark(
     """
     job = coordinator or Coordinator()
     loop_name = job.loop_name()
-    engine = engine or registry.make(cfg.ioengine)
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
     result.meta["ioengine"] = engine.name
     opened = _open(engine, cfg, resolved, job)

@@ -25,19 +25,17 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from aiobench.config import validate
 from aiobench.engines.base import IoOptions, Job, ListRecord, RawBatch
 from aiobench.engines.s3.client import S3Client
 from aiobench.engines.s3.layout import (
     BucketPath,
-    Credentials,
     Endpoint,
-    check_virtual_host,
+    S3Access,
     endpoint_of_rank,
-    parse_credentials,
-    parse_endpoints,
+    object_layout,
+    parse_access,
     parse_path,
-    parse_paths,
-    parse_region,
 )
 from aiobench.engines.verify import check, pattern
 from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
@@ -54,7 +52,7 @@ from aiobench.kinds import (
     PhaseKind,
 )
 from aiobench.plan.dirmode import EntryRun
-from aiobench.plan.targets import Probe, Targets
+from aiobench.plan.targets import Probe, Resolved, Targets, check_randamount
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
@@ -70,22 +68,18 @@ class S3Targets(Targets):
         self,
         paths: Sequence[str],
         *,
-        buckets: tuple[BucketPath, ...],
-        endpoints: tuple[Endpoint, ...],
-        credentials: Credentials,
-        region: str,
-        virtual_host: bool,
+        access: S3Access,
         objprefix: str,
         max_connections: int,
         multidel: int = 0,
+        in_parts: bool = False,
     ) -> None:
         super().__init__(paths)
-        self.buckets = buckets
-        self.endpoints = endpoints
+        self.buckets = access.buckets
+        self.endpoints = access.endpoints
         self.objprefix = objprefix
-        self._credentials = credentials
-        self._region = region
-        self._virtual_host = virtual_host
+        self.in_parts = in_parts
+        self._access = access
         self._max_connections = max_connections
         self.multidel = multidel  # --s3multidel: keys per DeleteObjects request
         self._clients: dict[Endpoint, S3Client] = {}
@@ -109,9 +103,9 @@ class S3Targets(Targets):
         if client is None:
             client = S3Client(
                 endpoint,
-                self._credentials,
-                self._region,
-                virtual_host=self._virtual_host,
+                self._access.credentials,
+                self._access.region,
+                virtual_host=self._access.virtual_host,
                 max_connections=self._max_connections,
             )
             await client.__aenter__()  # (does not wait: no other slot gets in between)
@@ -130,11 +124,14 @@ class S3Targets(Targets):
         """Opening created nothing: the buckets and objects are the phases' work."""
 
 
-def _targets(job: Job) -> S3Targets:
-    targets = job.targets
+def _opened(targets: Targets) -> S3Targets:
     if not isinstance(targets, S3Targets):
         raise TypeError("the S3 engine runs only on what it opened")  # a programming error
     return targets
+
+
+def _targets(job: Job) -> S3Targets:
+    return _opened(job.targets)
 
 
 def _block(job: Job, offset: int, length: int) -> memoryview:
@@ -153,37 +150,51 @@ class S3Engine:
 
     name = "s3"
 
-    def __init__(self) -> None:
-        # Objects larger than -b (but not --rand's single blocks): a thread keeps up to
-        # --iodepth of one object's parts or ranges in flight (see slot_depth).
-        self._in_parts = False
-
     def probe(self, path: str, opening: bool = True) -> Probe:
         """An ``s3://bucket[/prefix]`` PATH; nothing is asked of the server before the run."""
         parse_path(path)
         return Probe(PathType.S3, None)
 
+    def resolve(self, cfg: BenchConfig) -> Resolved:
+        """The buckets as dir mode's paths, and what the requests need (endpoints,
+        credentials, region, from the options or the environment), parsed once."""
+        for path in cfg.paths:
+            self.probe(path, not cfg.dryrun)
+        validate(cfg, PathType.S3)
+        access = parse_access(cfg, os.environ)
+        size = cfg.size_bytes
+        if size == 0 and (cfg.write or cfg.read):
+            raise ConfigError("-s/--size: needed (and > 0): the size of each object")
+        block = min(cfg.block_size, size or cfg.block_size)
+        check_randamount(cfg, block)
+        layout = object_layout(
+            len(cfg.paths),
+            cfg.threads,
+            cfg.num_dirs,
+            cfg.num_files,
+            size,
+            block,
+            list_max=cfg.s3listobj,
+        )
+        return Resolved(PathType.S3, layout, (), settings=access)
+
     def open(
-        self, cfg: BenchConfig, path_type: str, check: Callable[[], None] | None = None
+        self, cfg: BenchConfig, resolved: Resolved, check: Callable[[], None] | None = None
     ) -> S3Targets:
-        if path_type != PathType.S3:
-            raise ConfigError(f"{cfg.paths[0]}: the S3 engine takes only s3:// PATHs")
-        self._in_parts = cfg.size_bytes > cfg.block_size and not cfg.rand
-        endpoints = parse_endpoints(cfg.s3endpoints, os.environ)
-        if cfg.s3virtaddr:
-            check_virtual_host(endpoints)
+        access = resolved.settings
+        if not isinstance(access, S3Access):
+            raise TypeError("the S3 engine opens only what it resolved")  # a programming error
         # Each endpoint serves every len(endpoints)-th thread rank, each with its slots.
-        slots = math.ceil(cfg.threads / len(endpoints)) * cfg.iodepth
+        slots = math.ceil(cfg.threads / len(access.endpoints)) * cfg.iodepth
         return S3Targets(
             cfg.paths,
-            buckets=parse_paths(cfg.paths),
-            endpoints=endpoints,
-            credentials=parse_credentials(cfg.s3key, cfg.s3secret, os.environ),
-            region=parse_region(cfg.s3region),
-            virtual_host=cfg.s3virtaddr,
+            access=access,
             objprefix=cfg.s3objprefix,
             max_connections=min(slots, cfg.s3maxconns or slots),
             multidel=cfg.s3multidel,
+            # Objects larger than -b (but not --rand's single blocks): a thread keeps up
+            # to --iodepth of one object's parts or ranges in flight (see slot_depth).
+            in_parts=cfg.size_bytes > cfg.block_size and not cfg.rand,
         )
 
     def prepare_files(
@@ -211,11 +222,12 @@ class S3Engine:
         """(--sync is refused for object storage.)"""
 
     def slot_depth(
-        self, kind: PhaseKind, options: IoOptions, iodepth: int, *, dir_mode: bool
+        self, targets: Targets, kind: PhaseKind, options: IoOptions, iodepth: int
     ) -> int:
         """Objects larger than a block: one slot per thread, with up to ``iodepth`` of an
         object's parts or ranges in flight; else ``iodepth`` slots with one request each."""
-        return iodepth if kind in (WRITE, READ) and self._in_parts else 1
+        in_parts = _opened(targets).in_parts
+        return iodepth if kind in (WRITE, READ) and in_parts else 1
 
     def run(self, job: Job) -> RawBatch:
         raise TypeError("the S3 engine runs on the event loop (run_async)")

@@ -21,6 +21,7 @@ import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -28,6 +29,9 @@ import numpy as np
 from aiobench.errors import ConfigError
 from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL, READ, RMDIRS, WRITE, PhaseKind
 from aiobench.plan.dirmode import DirLayout, EntryRun, EntryStream
+
+if TYPE_CHECKING:
+    from aiobench.config import BenchConfig
 
 SCHEME = "s3://"
 DEFAULT_REGION = "us-east-1"  # what AWS SDKs and most S3 servers assume without one
@@ -258,6 +262,33 @@ def parse_region(value: str | None) -> str:
     if not _REGION.fullmatch(value):
         raise ConfigError(f"--s3region: {value!r}: a region is lower-case letters, digits and '-'")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class S3Access:
+    """What the requests of a run need, parsed once when it is resolved (from the options
+    and the environment) and carried to the engine's open."""
+
+    buckets: tuple[BucketPath, ...]
+    endpoints: tuple[Endpoint, ...]
+    credentials: Credentials
+    region: str
+    virtual_host: bool
+
+
+def parse_access(cfg: BenchConfig, env: Mapping[str, str]) -> S3Access:
+    """The buckets, endpoints, credentials and region of ``cfg``; :class:`ConfigError`
+    naming the option (or variable) that is wrong."""
+    endpoints = parse_endpoints(cfg.s3endpoints, env)
+    if cfg.s3virtaddr:
+        check_virtual_host(endpoints)
+    return S3Access(
+        buckets=parse_paths(cfg.paths),
+        endpoints=endpoints,
+        credentials=parse_credentials(cfg.s3key, cfg.s3secret, env),
+        region=parse_region(cfg.s3region),
+        virtual_host=cfg.s3virtaddr,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,7 +103,9 @@ per MiB, no target); ABBA rounds, disturbed runs repeated; an aiobench failure i
 in one line beside the loop's figures; see aiobench_bench.s3.
 
 Output: the Markdown report on stdout; --json prints the figures as JSON instead, --json FILE
-writes them to FILE besides the report. Exit status: 0 when every run succeeded (even if
+writes them to FILE besides the report; --docs [FILE] also writes the report's sections into
+docs/benchmarks.md (or FILE), each replacing the section of the same heading (see
+aiobench_bench.docs). Exit status: 0 when every run succeeded (even if
 targets are missed: this is a report), 1 if a tool failed or produced no usable result, or a
 section named in --section cannot run here (no mpirun, not root), 2 on bad arguments, 130 /
 143 when interrupted (after cleaning up).

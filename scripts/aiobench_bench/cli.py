@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import re
@@ -24,6 +26,7 @@ from aiobench_bench.data import (
     scaling_rows,
     summarise,
 )
+from aiobench_bench.docs import write_docs
 from aiobench_bench.host import environment, fs_type
 from aiobench_bench.metadata import md_summarise, md_targets, measure_metadata, print_md_markdown
 from aiobench_bench.mpi import find_mpirun, measure_mpi, mpi_summarise, print_mpi_markdown
@@ -55,6 +58,12 @@ def parse_size(parser: argparse.ArgumentParser, option: str, text: str) -> int:
     return value
 
 
+# docs/benchmarks.md of the checkout this package is in (scripts/aiobench_bench/cli.py).
+DOCS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "docs",
+    "benchmarks.md",
+)
 SECTIONS = ("data", "metadata", "mpi", "seed2", "ramp", "startup", "s3")
 # Defaults of a full measurement, and of --quick (a smoke test of every section in a couple
 # of minutes; its figures mean little). An option given on the command line wins.
@@ -253,6 +262,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the figures as JSON: alone (or -) on stdout instead of the Markdown report; "
         "with FILE, written to FILE besides the Markdown report on stdout",
     )
+    parser.add_argument(
+        "--docs",
+        nargs="?",
+        const=DOCS,
+        default=None,
+        metavar="FILE",
+        help="also write the report's sections into FILE (default: docs/benchmarks.md of "
+        "this checkout): each replaces the ### section of the same heading, the rest of "
+        "the file stays; the report is still printed",
+    )
     parser.add_argument("--aiobench", default="aiobench", help="aiobench command")
     parser.add_argument("--fio", default="fio", help="fio executable")
     parser.add_argument(
@@ -282,6 +301,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--dir: {args.dir} is not a directory")
     if args.dir is not None and ":" in os.path.abspath(args.dir):
         parser.error("--dir: fio cannot use a path containing ':'")
+    if args.docs is not None and args.json == "-":
+        parser.error("--docs needs the Markdown report: not with --json alone on stdout")
+    if args.docs is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.docs))):
+        parser.error(f"--docs: no directory for {args.docs}")
     if args.ioengine is not None and not re.fullmatch(r"[a-z0-9_]+", args.ioengine):
         parser.error(f"--ioengine: not an engine name: {args.ioengine!r}")
     return args
@@ -402,7 +425,6 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if failed else 0
         with open(args.json, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
-    print_targets(targets, meta)
     printers = (
         ("results", print_markdown),
         ("metadata", print_md_markdown),
@@ -412,8 +434,19 @@ def main(argv: list[str] | None = None) -> int:
         ("startup", print_startup_markdown),
         ("s3", print_s3_markdown),
     )
-    for key, printer in printers:
-        if key in report:
-            print()
-            printer(report[key], meta)
+    markdown = io.StringIO()
+    with contextlib.redirect_stdout(markdown):
+        print_targets(targets, meta)
+        for key, printer in printers:
+            if key in report:
+                print()
+                printer(report[key], meta)
+    sys.stdout.write(markdown.getvalue())
+    if args.docs is not None:
+        try:
+            write_docs(args.docs, markdown.getvalue())
+        except OSError as exc:
+            log(f"bench: --docs: {exc}")
+            return 1
+        log(f"bench: wrote the report's sections into {args.docs}")
     return 1 if failed else 0

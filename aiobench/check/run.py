@@ -300,9 +300,7 @@ def run_check(
             "event_loop": event_loop_name(),
             "budget_s": budget_s,
             "elapsed_ns": 0,
-            "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="milliseconds"
-            ),
+            "start_time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
             "host": socket.gethostname(),
             "kernel": platform.release(),
             "python": platform.python_version(),

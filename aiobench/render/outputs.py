@@ -134,7 +134,7 @@ class Outputs(Observer):
         self.live = LiveLine(human) if cfg.live and human.isatty() else None
         self.shown: list[PhaseResult] = []
         self.errors: list[str] = []
-        self._phase_start = datetime.datetime.now(datetime.timezone.utc)
+        self._phase_start = datetime.datetime.now(datetime.UTC)
         self._paths = dict(cfg.output_files())
         self._places: dict[str, Place] = {}
         self._in_place: dict[str, int] = {}  # option -> descriptor kept for the run

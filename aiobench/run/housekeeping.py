@@ -39,7 +39,7 @@ async def run_housekeeping(
     kind: PhaseKind, engine: Engine, targets: Targets
 ) -> tuple[PhaseResult, BenchIOError | None]:
     """Run SYNC or DROPCACHE once and report it as a block with only its elapsed time."""
-    wall_start = datetime.datetime.now(datetime.timezone.utc)
+    wall_start = datetime.datetime.now(datetime.UTC)
     error: BenchIOError | None = None
     start = perf_counter_ns()
     try:

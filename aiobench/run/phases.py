@@ -225,7 +225,7 @@ def _start(
     """The phase's common start: the clock and the time limit, the runs released at once
     (the interval series is made while they start)."""
     cfg = ctx.cfg
-    wall_start = datetime.datetime.now(datetime.timezone.utc)
+    wall_start = datetime.datetime.now(datetime.UTC)
     ctx.observer.phase_started(name, wall_start)
     cpu_start = process_time_ns()
     shared.start_ns = perf_counter_ns()

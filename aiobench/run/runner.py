@@ -111,9 +111,7 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
         "event_loop": loop_name,
         "ioengine": cfg.ioengine,
         "live_interval_ms": cfg.live_interval_ms,
-        "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="milliseconds"
-        ),
+        "start_time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
         "notes": list(resolved.notes),
     }
 

@@ -133,7 +133,7 @@ def cached_run(
 def environment(aiobench_exe: list[str], fio_exe: str | None, fs: str) -> Row:
     uname = platform.uname()
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "host": uname.node,
         "kernel": f"{uname.system} {uname.release} {uname.machine}",
         "cpus": os.cpu_count(),

@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         figures = uvloop.run(run(args, access_key, secret_key))
-    except (RequestFailed, aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, RequestFailed, aiohttp.ClientError, OSError) as exc:
         print(
             f"s3ref: {args.mode} failed: {' '.join(str(exc).split()) or type(exc).__name__}",
             file=sys.stderr,

@@ -57,7 +57,7 @@ def first_phase_once(argv: list[str], label: str) -> float:
     """Seconds from starting the write run ``argv`` to its first phase's start (its JSON's
     ``start_time``); the file and the JSON are removed."""
     target, out = argv[-3], argv[-1]
-    started = datetime.datetime.now(datetime.timezone.utc)
+    started = datetime.datetime.now(datetime.UTC)
     proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     try:
         if proc.returncode != 0:

@@ -16,7 +16,6 @@ secret are scrubbed from any text a server sends back.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import errno as errno_mod
 import hashlib
@@ -256,7 +255,7 @@ class S3Client:
                     got = end
         except aiohttp.ClientError as exc:
             raise self._transport_error(exc, bucket, key, offset, got) from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise self._timeout_error(bucket, key, offset) from None
         if not ttfb:
             ttfb = time.perf_counter_ns() - start
@@ -428,7 +427,7 @@ class S3Client:
                 return resp.status, resp.headers, await resp.read()
         except aiohttp.ClientError as exc:
             raise self._transport_error(exc, bucket, key, None, None) from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise self._timeout_error(bucket, key, None) from None
 
     # -- errors ----------------------------------------------------------------------------

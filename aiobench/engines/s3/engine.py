@@ -17,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import math
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, TypeVar
 
+import anyio
 import numpy as np
 
 from aiobench.config import validate
@@ -122,6 +124,12 @@ class S3Targets(Targets):
 
     def undo(self) -> None:
         """Opening created nothing: the buckets and objects are the phases' work."""
+
+
+def _first_failure(failed: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first exception of a task group's (nested groups opened)."""
+    first = failed.exceptions[0]
+    return _first_failure(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _opened(targets: Targets) -> S3Targets:
@@ -425,27 +433,27 @@ class _Requests:
                     areas.append(area)
 
             ranges = enumerate(range(0, size, block))
-            await self._in_flight(get(j, offset) for j, offset in ranges)
+            await self._in_flight([functools.partial(get, j, offset) for j, offset in ranges])
         else:  # pragma: no cover - a programming error
             raise ValueError(kind)
 
-    async def _in_flight(self, requests: Iterable[Awaitable[T]]) -> list[T]:
-        """``requests`` in order, up to the job's depth of them at a time; the first to
-        fail is raised once the others are cancelled."""
-        gate = asyncio.Semaphore(self.job.depth)
+    async def _in_flight(self, requests: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+        """The results of ``requests``, in order, up to the job's depth of them at a time
+        (a task group); the first to fail is raised once the others are cancelled."""
+        gate = anyio.Semaphore(self.job.depth)
+        results: dict[int, T] = {}
 
-        async def limited(request: Awaitable[T]) -> T:
+        async def limited(index: int, request: Callable[[], Awaitable[T]]) -> None:
             async with gate:
-                return await request
+                results[index] = await request()
 
-        tasks = [asyncio.ensure_future(limited(r)) for r in requests]
         try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+            async with anyio.create_task_group() as group:
+                for index, request in enumerate(requests):
+                    group.start_soon(limited, index, request)
+        except BaseExceptionGroup as failed:
+            raise _first_failure(failed) from None
+        return [results[index] for index in range(len(requests))]
 
     async def _timed(self, request: Awaitable[T]) -> T:
         start = perf_counter_ns()
@@ -495,7 +503,9 @@ class _Requests:
 
         try:
             parts = enumerate(range(0, size, block), 1)
-            etags = await self._in_flight(part(number, offset) for number, offset in parts)
+            etags = await self._in_flight(
+                [functools.partial(part, number, offset) for number, offset in parts]
+            )
             await client.complete_multipart_upload(bucket, key, upload, etags)
         except BaseException:
             with contextlib.suppress(S3Error):  # the first error is the one to report

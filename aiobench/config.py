@@ -201,6 +201,13 @@ class BenchConfig:
         low=1,
     )
     direct: bool = option(False, "--direct", help="Use O_DIRECT.", panel=WORKLOAD)
+    nodiocheck: bool = option(  # elbencho's: for filesystems that take unaligned O_DIRECT
+        False,
+        "--nodiocheck",
+        help="With --direct: do not check that -b (in dir mode also -s) is a multiple of "
+        "512 bytes (NFS, for one, takes unaligned direct I/O).",
+        panel=WORKLOAD,
+    )
     rand: bool = option(False, "--rand", help="Random offsets.", panel=WORKLOAD)
     randamount_bytes: int | None = option(  # over all threads; None = each its whole slice
         None,
@@ -828,7 +835,7 @@ def _check_workload(cfg: BenchConfig) -> None:
         )
     if cfg.timelimit_s > MAX_SECONDS:
         raise ConfigError(f"--timelimit: at most {MAX_SECONDS} s, 36 years (got {cfg.timelimit_s})")
-    if cfg.direct and block % DIRECT_ALIGN:
+    if cfg.direct and not cfg.nodiocheck and block % DIRECT_ALIGN:
         raise ConfigError(
             f"-b/--block: {block} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
         )
@@ -937,7 +944,7 @@ def _check_dir_mode(cfg: BenchConfig) -> None:
     resizing = cfg.file_size_options()
     if resizing:
         raise ConfigError(f"{resizing[0]}: not supported in dir mode yet (files are created whole)")
-    if cfg.direct and cfg.size_bytes % DIRECT_ALIGN:
+    if cfg.direct and not cfg.nodiocheck and cfg.size_bytes % DIRECT_ALIGN:
         raise ConfigError(
             f"-s/--size: {cfg.size_bytes} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
         )

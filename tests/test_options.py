@@ -162,3 +162,14 @@ def test_the_schema_file_gets_the_entries_it_lacks_from_the_declarations() -> No
     assert disagreements(json.loads(grown)) == []
     assert config["latpercent9s"] == {"type": "integer", "minimum": 0, "maximum": 9}
     assert '        "pertarget": {\n          "type": ["boolean", "null"]\n        }' in grown
+
+
+def test_nodiocheck_skips_the_direct_io_alignment_checks() -> None:
+    unaligned = make_cfg(["f"], direct=True, block="1000", size="4000", nodiocheck=True)
+    assert (unaligned.nodiocheck, unaligned.to_dict()["nodiocheck"]) == (True, True)
+    with pytest.raises(ConfigError, match=r"^-b/--block: 1000 is not a multiple of 512"):
+        make_cfg(["f"], direct=True, block="1000", size="4000")
+    dirs = dict(direct=True, block="4k", size="1000", dirs=1, files=1)
+    with pytest.raises(ConfigError, match=r"^-s/--size: 1000 is not a multiple of 512"):
+        validate(make_cfg(["/nonexistent/d"], **dirs), PathType.DIR)
+    validate(make_cfg(["/nonexistent/d"], **dirs, nodiocheck=True), PathType.DIR)

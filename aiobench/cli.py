@@ -15,12 +15,12 @@ import typer
 
 from aiobench import __version__
 from aiobench.check.command import check as check_command
-from aiobench.config import LAUNCH_OPTIONS, MAX_NINES, BenchConfig, build_config
+from aiobench.config import LAUNCH_OPTIONS, BenchConfig, build_config
 from aiobench.engines import registry
 from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
 from aiobench.helptext import PanelCommand
 from aiobench.kinds import EngineName
-from aiobench.options import Opt, declared
+from aiobench.options import Opt, declared, table_options
 from aiobench.render import stdio
 from aiobench.render.stdio import guard_standard_streams
 from aiobench.run import interrupts
@@ -237,49 +237,46 @@ def _resolve(cfg: BenchConfig, job: Coordinator, engine: Engine) -> Resolved:
     return resolved
 
 
-@tools.command("show")
-def show(
-    run: Annotated[str, typer.Argument(metavar="RUN.json", help="A --json result file.")],
-    pertarget: Annotated[
-        bool | None,
-        typer.Option(
-            "--pertarget/--nopertarget",
-            help="Per-target report [default: as the run had it].",
-            show_default=False,
-        ),
-    ] = None,
-    lat: Annotated[bool, typer.Option("--lat", help="Add the latency rows.")] = False,
-    latpercent: Annotated[
-        bool, typer.Option("--latpercent", help="Add the percentile row.")
-    ] = False,
-    latpercent9s: Annotated[
-        int | None,
-        typer.Option("--latpercent9s", metavar="N", help="Nines after 99 in the percentile row."),
-    ] = None,
-    lathisto: Annotated[bool, typer.Option("--lathisto", help="Add the histogram row.")] = False,
-    cpu: Annotated[bool, typer.Option("--cpu", help="Add the CPU util % row.")] = False,
-) -> int:
+def show(run: str, **asked: Any) -> int:
     """Print the result table of a saved run again, as the run printed it (the flags add
     rows)."""
     from aiobench.render.table import TableOptions, render_table
     from aiobench.results.saved import load_run
 
-    if latpercent9s is not None and not 0 <= latpercent9s <= MAX_NINES:
-        raise ConfigError(f"--latpercent9s: between 0 and {MAX_NINES} (got {latpercent9s})")
+    # An option given replaces the run's value (a flag can only add its rows).
+    given: dict[str, Any] = {
+        field: opt.value(asked[opt.name])
+        for field, opt in table_options(BenchConfig)
+        if asked[opt.name] is not None
+    }
     result = load_run(run)
     config = result.meta.get("config")
     saved = TableOptions.from_config(config if isinstance(config, dict) else {"lat": False})
-    options = dataclasses.replace(
-        saved,
-        lat=saved.lat or lat,
-        latpercent=saved.latpercent or latpercent,
-        latpercent9s=saved.latpercent9s if latpercent9s is None else latpercent9s,
-        lathisto=saved.lathisto or lathisto,
-        cpu=saved.cpu or cpu,
-        pertarget=saved.pertarget if pertarget is None else pertarget,
-    )
-    _print_out(render_table(result.phases, options))
+    _print_out(render_table(result.phases, dataclasses.replace(saved, **given)))
     return 0
+
+
+def _show_parameter(opt: Opt) -> inspect.Parameter:
+    """The ``show`` parameter of a table option: not given (None) keeps the run's value."""
+    info = typer.Option(*opt.flags, help=opt.show_help, metavar=opt.metavar, show_default=False)
+    optional = opt.cli_type | None  # type: ignore[operator]
+    annotation = Annotated[optional, info]  # type: ignore[valid-type]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Parameter(opt.name, keyword, default=None, annotation=annotation)
+
+
+_RUN = inspect.Parameter(
+    "run",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    annotation=Annotated[str, typer.Argument(metavar="RUN.json", help="A --json result file.")],
+)
+# The table options are declared once (BenchConfig); show takes each of them.
+show.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [_RUN, *(_show_parameter(opt) for _, opt in table_options(BenchConfig))],
+    return_annotation=int,
+)
+show.__annotations__ = {}  # (typer reads the signature's)
+tools.command("show")(show)
 
 
 @tools.command("compare")

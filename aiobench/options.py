@@ -2,10 +2,14 @@
 
 The field's metadata (:class:`Opt`) holds what the CLI needs (flags, help, placeholder,
 panel, the value when the option is not given) and how the typed value becomes the field's
-(``parse``), with the simple bounds of one option. :mod:`aiobench.cli` builds the command's
-parameters from these declarations, :mod:`aiobench.helptext` lays out ``--help`` by their
-panels, and :func:`aiobench.config.build_config` parses them; checks that involve more
-than one option live in :func:`aiobench.config.validate`. Pure; imports nothing heavy.
+(``parse``), with the bounds of one option (``low``/``high``: written here only). Everything
+else reads the declarations: :mod:`aiobench.cli` builds the command's parameters (and those
+of ``aiobench show`` from the table options, :func:`table_options`), :mod:`aiobench.helptext`
+lays out ``--help`` by their panels, :func:`aiobench.config.build_config` parses them,
+:meth:`aiobench.render.table.TableOptions.from_config` reads a saved run's table options back,
+and :mod:`aiobench.results.schema.config` checks and extends the JSON schema's ``config``
+block. Checks that involve more than one option live in :func:`aiobench.config.validate`.
+Pure; imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from aiobench.errors import ConfigError
 from aiobench.units import parse_size
@@ -47,7 +51,11 @@ class Opt:
     parse: Parse | None = None  # the typed value -> the field's; its name for messages
     low: int | None = None  # the least value allowed (None: no bound)
     high: int | None = None  # the greatest, likewise
+    unit: str | None = None  # what low..high count ("nines after 99"): said in the message
     json_key: str | None = None  # the key in the JSON document, when not the field's name
+    # A table option (which rows the result table shows): `aiobench show` takes it too, to
+    # add to a saved run's table, with this help.
+    show_help: str | None = None
     argument: bool = False  # the positional PATH... argument, not an option
     secret: bool = False  # a credential: never in results, messages or the command recorded
 
@@ -65,13 +73,35 @@ class Opt:
 
     def value(self, raw: object) -> object:
         """The field's value of ``raw``; :class:`ConfigError` naming the option if not."""
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            if self.low is not None and raw < self.low:
-                bound = "must not be negative" if self.low == 0 else f"must be at least {self.low}"
-                raise ConfigError(f"{self.label}: {bound} (got {raw})")
-            if self.high is not None and raw > self.high:
-                raise ConfigError(f"{self.label}: at most {self.high} (got {raw})")
+        problem = self._out_of_bounds(raw)
+        if problem is not None:
+            raise ConfigError(f"{self.label}: {problem} (got {raw})")
         return raw if self.parse is None else self.parse(raw, self.label)
+
+    def admits(self, value: object) -> bool:
+        """Whether ``value`` (read back from a saved run) is one the option's typed value can
+        be: of :attr:`cli_type` (a bool is no int here) and within the bounds. Meant for
+        options without ``parse``, whose typed value is the field's."""
+        allowed = get_args(self.cli_type) or (self.cli_type,)
+        if isinstance(value, bool) and bool not in allowed:
+            return False
+        types = tuple(t for t in allowed if isinstance(t, type))
+        return isinstance(value, types) and self._out_of_bounds(value) is None
+
+    def _out_of_bounds(self, raw: object) -> str | None:
+        """What is wrong with an integer ``raw`` against ``low``/``high``; None: nothing."""
+        if not isinstance(raw, int) or isinstance(raw, bool):
+            return None
+        low, high = self.low, self.high
+        below = low is not None and raw < low
+        above = high is not None and raw > high
+        if not (below or above):
+            return None
+        if self.unit is not None:
+            return f"between {low} and {high} {self.unit}"
+        if below:
+            return "must not be negative" if low == 0 else f"must be at least {low}"
+        return f"at most {high}"
 
 
 def option(
@@ -102,6 +132,12 @@ def option(
 def declared(cls: type) -> list[tuple[str, Opt]]:
     """(field name, declaration) of every option of the dataclass ``cls``, in order."""
     return [(f.name, f.metadata[OPT]) for f in dataclasses.fields(cls) if OPT in f.metadata]
+
+
+def table_options(cls: type) -> list[tuple[str, Opt]]:
+    """(field name, declaration) of the table options of ``cls`` (those with a
+    :attr:`Opt.show_help`), in order."""
+    return [(name, opt) for name, opt in declared(cls) if opt.show_help is not None]
 
 
 def parsed(cls: type, raw: Mapping[str, object]) -> dict[str, object]:

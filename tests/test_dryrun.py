@@ -158,3 +158,14 @@ def test_block_device_is_left_as_it_was(run_cli: RunCli, loop_device: str) -> No
     assert f"1 block device: {loop_device} (16.0 MiB)" in proc.stdout
     assert "WRITE           : 16.0 MiB, 16 sequential operations of 1.0 MiB" in proc.stdout
     assert checksum() == before
+
+
+def test_nodiocheck_plans_unaligned_direct_io(run_cli: RunCli, tmp_path: Path) -> None:
+    args = ("-w", "--direct", "-b", "1000", "-s", "4000", "--dryrun", "f")
+    refused = run_cli(*args, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "-b/--block: 1000 is not a multiple of 512, which --direct needs" in refused.stderr
+    proc = run_cli(*args, "--nodiocheck", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "WRITE           : 3.9 KiB, 4 sequential operations of 1000 B" in proc.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -4,16 +4,19 @@ declarations; pure checks, no disk."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import typer
 
-from aiobench.cli import app
+from aiobench.cli import app, tools
 from aiobench.config import LAUNCH_OPTIONS, BenchConfig, build_config, validate
 from aiobench.errors import ConfigError
 from aiobench.kinds import PathType
-from aiobench.options import Opt, declared, parsed
+from aiobench.options import Opt, declared, parsed, table_options
+from aiobench.render.table import TableOptions
 from aiobench.results.schema import load_schema
+from aiobench.results.schema.config import SCHEMA_FILE, disagreements, with_new_keys
 from tests.conftest import make_cfg
 
 OPTIONS = [opt for _, opt in declared(BenchConfig)] + list(LAUNCH_OPTIONS)
@@ -93,3 +96,80 @@ def test_validate_checks_options_against_the_path_type_without_disk() -> None:
     dirs = make_cfg(["/nonexistent/d"], dirs=2)
     with pytest.raises(ConfigError, match=r"^-n/--dirs: only applies in dir mode"):
         validate(dirs, PathType.FILE)
+
+
+def test_bounds_with_a_unit_name_the_whole_range() -> None:
+    opt = Opt(flags=("--xs",), help="", panel="", given=0, cli_type=int, low=0, high=9,
+              unit="nines")  # fmt: skip
+    for raw in (-1, 10):
+        with pytest.raises(ConfigError, match=rf"^--xs: between 0 and 9 nines \(got {raw}\)$"):
+            opt.value(raw)
+    with pytest.raises(ConfigError, match=r"^--latpercent9s: between 0 and 9 nines after 99"):
+        build_config(paths=["f"], write=True, latpercent9s=10)
+
+
+def test_admits_takes_only_the_declared_type_within_bounds() -> None:
+    nines = dict(table_options(BenchConfig))["latpercent9s"]
+    assert [nines.admits(v) for v in (0, 9, 10, -1, True, "2", None)] == [
+        True, True, False, False, False, False, False,
+    ]  # fmt: skip
+    pertarget = dict(table_options(BenchConfig))["pertarget"]
+    assert [pertarget.admits(v) for v in (True, None, 1, "no")] == [True, True, False, False]
+
+
+def test_table_options_are_the_fields_of_table_options() -> None:
+    defaults = {f.name: f.default for f in dataclasses.fields(BenchConfig)}
+    table = {field: defaults[field] for field, _ in table_options(BenchConfig)}
+    assert table == {f.name: f.default for f in dataclasses.fields(TableOptions)}
+    assert list(table) == ["pertarget", "lat", "latpercent", "latpercent9s", "lathisto", "cpu"]
+
+
+def test_show_takes_every_table_option_as_declared() -> None:
+    show = typer.main.get_command(tools).commands["show"]  # type: ignore[attr-defined]
+    params = {p.name: p for p in show.params}
+    assert set(params) == {"run"} | {opt.name for _, opt in table_options(BenchConfig)}
+    for _, opt in table_options(BenchConfig):
+        param = params[opt.name]
+        assert list(param.opts) + list(param.secondary_opts) == [
+            part for flag in opt.flags for part in flag.split("/")
+        ]
+        assert (param.help, param.default) == (opt.show_help, None)  # None: as the run had it
+
+
+def test_the_schema_admits_every_config_key_as_declared() -> None:
+    assert disagreements(load_schema()) == []
+    narrowed = load_schema()
+    narrowed["$defs"]["config"]["properties"]["latpercent9s"]["maximum"] = 8
+    del narrowed["$defs"]["config"]["properties"]["dryrun"]
+    assert disagreements(narrowed) == [
+        "latpercent9s: the schema's maximum 8 is below the declared high 9",
+        "dryrun: not in the schema (python3 -m aiobench.results.schema.config adds it)",
+    ]
+
+
+def test_the_schema_file_gets_the_entries_it_lacks_from_the_declarations() -> None:
+    text = SCHEMA_FILE.read_text(encoding="utf-8")
+    assert with_new_keys(text) == text  # (nothing to add: the file is up to date)
+    bare = (
+        '{\n  "$defs": {\n    "config": {\n      "type": "object",\n      "properties": {\n'
+        '        "write": {\n          "type": "boolean"\n        }\n      }\n    }\n  }\n}\n'
+    )
+    grown = with_new_keys(bare)
+    assert grown.startswith(bare[: bare.index("\n      }\n")])
+    config = json.loads(grown)["$defs"]["config"]["properties"]
+    keys = make_cfg(["f"]).to_dict()
+    assert list(config) == ["write", *(key for key in keys if key != "write")]  # appended
+    assert disagreements(json.loads(grown)) == []
+    assert config["latpercent9s"] == {"type": "integer", "minimum": 0, "maximum": 9}
+    assert '        "pertarget": {\n          "type": ["boolean", "null"]\n        }' in grown
+
+
+def test_nodiocheck_skips_the_direct_io_alignment_checks() -> None:
+    unaligned = make_cfg(["f"], direct=True, block="1000", size="4000", nodiocheck=True)
+    assert (unaligned.nodiocheck, unaligned.to_dict()["nodiocheck"]) == (True, True)
+    with pytest.raises(ConfigError, match=r"^-b/--block: 1000 is not a multiple of 512"):
+        make_cfg(["f"], direct=True, block="1000", size="4000")
+    dirs = dict(direct=True, block="4k", size="1000", dirs=1, files=1)
+    with pytest.raises(ConfigError, match=r"^-s/--size: 1000 is not a multiple of 512"):
+        validate(make_cfg(["/nonexistent/d"], **dirs), PathType.DIR)
+    validate(make_cfg(["/nonexistent/d"], **dirs, nodiocheck=True), PathType.DIR)

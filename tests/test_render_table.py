@@ -117,3 +117,9 @@ def test_options_of_a_saved_config() -> None:
     old = TableOptions.from_config({"paths": ["a", "b"], "pertarget": None})
     assert old == TableOptions(lat=True, latpercent=True, pertarget=True)
     assert TableOptions.from_config({"paths": ["a"]}).pertarget is False
+
+
+def test_saved_values_the_declarations_do_not_admit_take_the_default() -> None:
+    config = {"lat": "yes", "latpercent": 1, "latpercent9s": 10, "cpu": True, "pertarget": 0}
+    assert TableOptions.from_config(config) == TableOptions(cpu=True)
+    assert TableOptions.from_config({"lat": False, "latpercent9s": True}) == TableOptions()

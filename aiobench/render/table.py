@@ -6,11 +6,13 @@ through :func:`~aiobench.text.printable`, so no control character reaches the te
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic
+from typing import Any, Generic
 
-from aiobench.config import MAX_NINES
+from aiobench.config import BenchConfig
+from aiobench.options import table_options
 from aiobench.results.model import (
     EndpointTotals,
     HostTotals,
@@ -50,7 +52,9 @@ SLOW_TARGET_PCT = 10
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TableOptions:
-    """Which rows the table shows beyond elbencho's default ones (its flags, same names).
+    """Which rows the table shows beyond elbencho's default ones (its flags, same names):
+    one field per table option of :class:`~aiobench.config.BenchConfig` (declared with a
+    ``show_help``), named and defaulted as there.
 
     ``pertarget``: True shows the per-target block, None (not given) only the one-line
     hint under a phase whose slowest target is over 10 % below the average, False neither.
@@ -67,8 +71,10 @@ class TableOptions:
     def from_config(cls, config: Mapping[str, object]) -> TableOptions:
         """The options a run's config (``meta.config`` of a saved run) asked for.
 
-        A config without ``lat`` comes from an aiobench that always showed the latency and
-        percentile rows and the per-target block with two or more paths: shown likewise.
+        Each table option takes the config's value where its declaration admits it (a
+        config no schema checked may hold anything), else its default. A config without ``lat``
+        comes from an aiobench that always showed the latency and percentile rows and the
+        per-target block with two or more paths: shown likewise.
         """
         if "lat" not in config:
             paths = config.get("paths")
@@ -76,16 +82,12 @@ class TableOptions:
             if not isinstance(pertarget, bool):
                 pertarget = isinstance(paths, list) and len(paths) > 1
             return cls(lat=True, latpercent=True, pertarget=pertarget)
-        nines = config.get("latpercent9s")
-        pertarget = config.get("pertarget")
-        return cls(
-            lat=config.get("lat") is True,
-            latpercent=config.get("latpercent") is True,
-            latpercent9s=nines if isinstance(nines, int) and 0 <= nines <= MAX_NINES else 0,
-            lathisto=config.get("lathisto") is True,
-            cpu=config.get("cpu") is True,
-            pertarget=pertarget if isinstance(pertarget, bool) else None,
-        )
+        admitted: dict[str, Any] = {  # (each checked against its declaration)
+            field: value
+            for field, opt in table_options(BenchConfig)
+            if opt.admits(value := config.get(opt.json_key or field))
+        }
+        return dataclasses.replace(cls(), **admitted)
 
     @property
     def percentiles(self) -> tuple[tuple[str, float], ...]:

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from aiobench.config import build_config
-from aiobench.engines.buffers import POOL_SLACK, POOL_WINDOWS, SlotBuffer, pool_bytes
+from aiobench.engines.buffers import SlotBuffer
 from aiobench.kinds import WRITE
 from aiobench.plan.memory import available_memory, slot_needs, slots_with_work
+from aiobench.plan.pool import POOL_SLACK, POOL_WINDOWS, pool_bytes
 from aiobench.plan.slots import slots_for, streams_for
 from aiobench.plan.targets import resolve
 from aiobench.run.phases import RunContext

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 from aiobench.config import BenchConfig
-from aiobench.engines.buffers import slot_buffer_bytes
 from aiobench.errors import ConfigError
 from aiobench.plan.dirmode import DirLayout
+from aiobench.plan.pool import slot_buffer_bytes
 from aiobench.plan.targets import Layout, Resolved
 from aiobench.stats.recorders import recorder_bytes
 from aiobench.units import format_bytes

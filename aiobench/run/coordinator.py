@@ -2,9 +2,10 @@
 
 :class:`Coordinator` is a run of one process, where every step of the job is this
 process's own: each method does nothing, or the one obvious thing. A job of MPI ranks is
-:class:`aiobench.run.mpi.MpiCoordinator`, the only place that knows about MPI; :func:`connect`
-picks it when the run was launched by ``mpirun``/``srun`` or given ``--mpi``. The CLI, the
-runner and the phases call these methods and never ask which coordinator they have.
+:class:`aiobench.run.mpi.MpiCoordinator`, the only place that knows about MPI;
+:func:`aiobench.run.launch.connect` picks it when the run was launched by
+``mpirun``/``srun`` or given ``--mpi``. The CLI, the runner and the phases call these
+methods and never ask which coordinator they have.
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from aiobench.errors import ConfigError
 from aiobench.run import interrupts
 
 if TYPE_CHECKING:
-    from aiobench.config import BenchConfig
     from aiobench.errors import BenchIOError
     from aiobench.results.events import Observer
     from aiobench.results.model import PhaseResult, RunResult
@@ -147,17 +146,6 @@ class Coordinator:
 
     def finish(self) -> None:
         """The last step of the command, after the lead reported."""
-
-
-def connect(cfg: BenchConfig) -> Coordinator:
-    """The run's coordinator: MPI's when launched as a rank of a job, else this process's."""
-    if wanted(cfg.mpi):
-        from aiobench.run.mpi import MpiCoordinator
-
-        return MpiCoordinator.connect(shared=not cfg.nosvcshare)
-    if cfg.nosvcshare:
-        raise ConfigError("--nosvcshare: only applies under MPI (mpirun, srun or --mpi)")
-    return Coordinator()
 
 
 def _first_number(environ: Mapping[str, str], names: tuple[str, ...]) -> int | None:

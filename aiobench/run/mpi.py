@@ -2,7 +2,7 @@
 in the job and the steps all ranks take together.
 
 This module is imported only when the run was launched by ``mpirun``/``srun`` or given
-``--mpi`` (:func:`aiobench.run.coordinator.connect`), and imports mpi4py (the ``aiobench[mpi]``
+``--mpi`` (:func:`aiobench.run.launch.connect`), and imports mpi4py (the ``aiobench[mpi]``
 extra) then. Every collective call here is made from the main
 thread, between phases or at a phase's common start; during a phase a rank only polls for a
 stop message from a peer (an error or a signal there), so no rank waits on another while

@@ -18,8 +18,7 @@ from aiobench.config import BenchConfig
 from aiobench.engines.base import Engine, Job, RawBatch
 from aiobench.engines.null import NullEngine
 from aiobench.plan.dirmode import DirLayout
-from aiobench.plan.targets import Layout, Slice
-from aiobench.plan.workload import OpStream
+from aiobench.plan.workload import Layout, OpStream, Slice
 from aiobench.run.phases import RunContext, make_executor
 from aiobench.stats.recorders import PERCENTILES, LatencySummary
 from tests.conftest import fd_targets

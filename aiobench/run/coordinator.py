@@ -15,16 +15,16 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from aiobench.plan.split import ThreadSplit
 from aiobench.run import interrupts
 
 if TYPE_CHECKING:
     from aiobench.errors import BenchIOError
     from aiobench.results.events import Observer
     from aiobench.results.model import PhaseResult, RunResult
-    from aiobench.run.worker import PhaseShared
+    from aiobench.stats.tally import PhaseTally
     from aiobench.stats.timeline import CounterTimeline
 
 T = TypeVar("T")
@@ -33,15 +33,6 @@ T = TypeVar("T")
 # (PMI), PMIx (Open MPI 5, Slurm's srun --mpi=pmix), MVAPICH.
 _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS")
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadSplit:
-    """Which thread ranks this process runs, and how the dataset is split among them."""
-
-    ids: range  # the (global) thread ranks of this process
-    base: int  # the index of its first slice of the dataset
-    slices: int  # how many slices the dataset is split into, over all processes
 
 
 class Coordinator:
@@ -72,7 +63,7 @@ class Coordinator:
         return step()
 
     def split(self, threads: int, dir_mode: bool) -> ThreadSplit:
-        return ThreadSplit(range(threads), 0, threads)
+        return ThreadSplit.alone(threads)
 
     def meta(self) -> dict[str, object]:
         """What the run's ``meta`` says of the job."""
@@ -114,7 +105,7 @@ class Coordinator:
         result: RunResult,
         phase: PhaseResult,
         error: BenchIOError | None,
-        shared: PhaseShared | None,
+        tally: PhaseTally | None,
         stop: threading.Event,
         observer: Observer,
     ) -> bool:

@@ -213,6 +213,9 @@ class PhaseRun:
         if kind == RMDIRS:
             job.barrier()  # shared dirs inside r0 may still be in other processes' hands
             self._rank_dirs()
+            # Failing to remove the rank dirs is the phase's error, after its figures.
+            state = self.state
+            tally = replace(tally, error=state.error, stopped=state.stop.is_set())
         return result, tally
 
     def _rank_dirs(self) -> None:

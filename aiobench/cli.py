@@ -100,7 +100,7 @@ def bench(**options: Any) -> int:
     from aiobench.render.dryrun import render_plan
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
-    from aiobench.run.coordinator import connect
+    from aiobench.run.launch import connect
     from aiobench.run.runner import exit_code, phase_kinds, run_benchmark, run_meta, skipped_note
 
     job = connect(cfg)

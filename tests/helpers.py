@@ -19,8 +19,8 @@ from aiobench.engines import registry
 from aiobench.engines.base import Engine, Job, RawBatch
 from aiobench.engines.null import NullEngine
 from aiobench.plan.dirmode import DirLayout
-from aiobench.plan.targets import Layout, Resolved, Slice
-from aiobench.plan.workload import OpStream
+from aiobench.plan.targets import Resolved
+from aiobench.plan.workload import Layout, OpStream, Slice
 from aiobench.results.model import RunResult
 from aiobench.run.phases import RunContext, make_executor
 from aiobench.run.runner import run_benchmark

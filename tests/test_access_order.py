@@ -11,8 +11,7 @@ import pytest
 from aiobench.engines.base import Job, RawBatch
 from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ
-from aiobench.plan.targets import Layout, Slice
-from aiobench.plan.workload import OpRun, OpStream
+from aiobench.plan.workload import Layout, OpRun, OpStream, Slice
 from aiobench.run.phases import run_phase
 from tests.conftest import RunCli, make_cfg
 from tests.helpers import context, stream

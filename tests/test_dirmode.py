@@ -292,11 +292,11 @@ async def test_threads_without_work_do_not_finish_first(tmp_path: Path) -> None:
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     ctx = context(cfg, lay, PosixEngine(), [fd])
     try:
-        phase, shared = await run_phase(ctx, MKDIRS, 0)
+        phase, tally = await run_phase(ctx, MKDIRS, 0)
     finally:
         ctx.executor.shutdown()
         os.close(fd)
-    assert shared.error is None
+    assert tally.error is None
     assert phase.first_done.entries == phase.last_done.entries == 1
     assert phase.first_done.elapsed_ns == phase.last_done.elapsed_ns > 0
     assert (tmp_path / "r0" / "d0").is_dir()
@@ -316,8 +316,8 @@ async def all_phases(tmp_path: Path, size: int, block: int) -> list[PhaseResult]
     phases: list[PhaseResult] = []
     try:
         for i, kind in enumerate((MKDIRS, WRITE, STAT, READ, RMFILES, RMDIRS)):
-            phase, shared = await run_phase(ctx, kind, i)
-            assert shared.error is None
+            phase, tally = await run_phase(ctx, kind, i)
+            assert tally.error is None
             phases.append(phase)
     finally:
         ctx.executor.shutdown()

@@ -19,8 +19,8 @@ from aiobench.engines.base import IoOptions, Job, RawBatch, _int64
 from aiobench.engines.posix import FdTargets, PosixTargets, fds_of
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import READ, WRITE
-from aiobench.plan.targets import FILE, Layout, Probe, Resolved, Targets, resolve
-from aiobench.plan.workload import OpRun
+from aiobench.plan.targets import FILE, Probe, Resolved, Targets, resolve
+from aiobench.plan.workload import Layout, OpRun
 from aiobench.run.runner import run_benchmark
 from tests.conftest import make_cfg
 

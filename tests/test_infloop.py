@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aiobench.plan.targets import Layout, Slice
-from aiobench.plan.workload import OpStream
+from aiobench.plan.workload import Layout, OpStream, Slice
 from tests.conftest import RunCli
 from tests.helpers import stream as op_stream
 

@@ -33,14 +33,15 @@ from aiobench.engines.gate import StartGate
 from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ, WRITE
 from aiobench.plan.dirmode import DirLayout, EntryRun
-from aiobench.plan.targets import Layout
-from aiobench.plan.workload import OpRun
+from aiobench.plan.layout import Stream
+from aiobench.plan.workload import Layout, OpRun
 from aiobench.results.events import Observer
 from aiobench.results.model import IntervalStats, PhaseResult, Progress
 from aiobench.run import phases
-from aiobench.run.worker import PhaseShared, Slot, Stream, run_thread
+from aiobench.run.worker import PhaseSpec, PhaseState, Slot, run_thread
 from aiobench.stats.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.stats.recorders import Int64Array
+from aiobench.stats.tally import PhaseTally
 from aiobench.units import rate
 from tests.conftest import Ext4Loop, RunCli, make_cfg
 from tests.helpers import context
@@ -308,7 +309,7 @@ async def observed_phase(
     threads: int = 1,
     iodepth: int = 1,
     timelimit: int = 0,
-) -> tuple[PhaseResult, PhaseShared, IntervalLog]:
+) -> tuple[PhaseResult, PhaseTally, IntervalLog]:
     """A READ phase of ``ops`` 4 KiB operations on the given engine, watched by a log."""
     cfg = make_cfg(
         [str(tmp_path / "f")],
@@ -325,10 +326,10 @@ async def observed_phase(
     ctx.observer = log
     ctx.live_interval_ns = interval_ns
     try:
-        phase, shared = await phases.run_phase(ctx, READ, 0)
+        phase, tally = await phases.run_phase(ctx, READ, 0)
     finally:
         ctx.executor.shutdown()
-    return phase, shared, log
+    return phase, tally, log
 
 
 def assert_series_matches_phase(phase: PhaseResult, interval_ns: int) -> None:
@@ -360,7 +361,7 @@ def assert_series_matches_phase(phase: PhaseResult, interval_ns: int) -> None:
 async def test_phase_intervals_add_up_and_reach_the_observer_live(tmp_path: Path) -> None:
     interval_ns = 30 * MS
     # 4 slots, 1 ms per op, 1200 ops: ~300 ms, about ten intervals.
-    phase, shared, log = await observed_phase(
+    phase, tally, log = await observed_phase(
         tmp_path, NullEngine(lambda _: MS), interval_ns=interval_ns, ops=1200, threads=2, iodepth=2
     )
     assert phase.last_done.ops == 1200
@@ -374,8 +375,8 @@ async def test_phase_intervals_add_up_and_reach_the_observer_live(tmp_path: Path
     assert log.events.count("ended") == 1
     # Each arrived once it was over, the first while the phase was still running.
     for iv, arrived in zip(phase.intervals, log.arrived_ns, strict=True):
-        assert arrived - shared.start_ns >= iv.end_ns
-    assert log.arrived_ns[0] - shared.start_ns < phase.last_done.elapsed_ns
+        assert arrived - tally.start_ns >= iv.end_ns
+    assert log.arrived_ns[0] - tally.start_ns < phase.last_done.elapsed_ns
     # While both threads were working, the intervals say so.
     busy_until = min(t.elapsed_ns for t in phase.threads)
     assert {iv.active_threads for iv in phase.intervals if iv.end_ns < busy_until} == {2}
@@ -439,8 +440,10 @@ async def test_last_interval_is_cut_at_last_done_even_when_the_loop_is_late(
     # instant must not be recorded, and the last one is still cut at that instant.
     real = run_thread
 
-    async def late(shared: PhaseShared, stream: Stream, slots: list[Slot], gate: StartGate) -> int:
-        end = await real(shared, stream, slots, gate)
+    async def late(
+        spec: PhaseSpec, state: PhaseState, stream: Stream, slots: list[Slot], gate: StartGate
+    ) -> int:
+        end = await real(spec, state, stream, slots, gate)
         await anyio.sleep(0.1)
         return end
 
@@ -472,7 +475,7 @@ async def test_injected_stall_stands_out_in_one_interval(tmp_path: Path) -> None
         return stall_ns if n == 100 else op_ns  # one op of 300 ms among 1 ms ones
 
     interval_ns = 50 * MS
-    phase, shared, log = await observed_phase(
+    phase, tally, log = await observed_phase(
         tmp_path, NullEngine(delay), interval_ns=interval_ns, ops=300
     )
     assert_series_matches_phase(phase, interval_ns)
@@ -489,7 +492,7 @@ async def test_injected_stall_stands_out_in_one_interval(tmp_path: Path) -> None
     assert max(others) < stall_ns // 3
     assert sum(1 for iv in ivs if iv.ops == 0) >= 4
     # It was reported as soon as its interval was over, while the phase still ran.
-    arrived = log.arrived_ns[stalled[0]] - shared.start_ns
+    arrived = log.arrived_ns[stalled[0]] - tally.start_ns
     assert stall.end_ns <= arrived < phase.last_done.elapsed_ns
 
 

@@ -14,16 +14,17 @@ import numpy as np
 import pytest
 
 from aiobench.config import build_config
-from aiobench.engines.buffers import POOL_SLACK, POOL_WINDOWS, SlotBuffer, pool_bytes
+from aiobench.engines.buffers import SlotBuffer
 from aiobench.kinds import WRITE
 from aiobench.plan.memory import available_memory, slot_needs, slots_with_work
-from aiobench.plan.slots import slots_for, streams_for
-from aiobench.run.phases import RunContext
+from aiobench.plan.pool import POOL_SLACK, POOL_WINDOWS, pool_bytes
+from aiobench.plan.slots import streams_for
+from aiobench.plan.split import ThreadSplit
+from aiobench.run.slots import slots_for
 from aiobench.run.worker import Slot
 from tests.conftest import (
     RunCli,
     assert_usage_error,
-    fd_targets,
     listing,
     mounted_tmpfs,
     run_aiobench_rss,
@@ -216,16 +217,12 @@ def test_budget_counts_the_slots_a_phase_allocates(tmp_path: Path, over: dict[st
     )  # fmt: skip
     cfg = build_config(**{**args, **over})  # type: ignore[arg-type]
     resolved = resolved_for(cfg)
-    ctx = RunContext(
-        cfg=cfg,
-        layout=resolved.layout,
-        targets=fd_targets(list(cfg.paths), []),
-        engine=None,  # type: ignore[arg-type]
-        executor=None,  # type: ignore[arg-type]
-        stop=None,  # type: ignore[arg-type]
-    )
-    streams = streams_for(ctx, WRITE, 0)
-    slots = slots_for(ctx, WRITE, 0, streams, 1)
+    split = ThreadSplit.alone(cfg.threads)
+    streams = streams_for(cfg, resolved.layout, WRITE, 0, split)
+    slots = slots_for(
+        cfg, resolved.layout, WRITE, 0, streams, 1,
+        ranks=split.ids, paths=len(cfg.paths), check_signal=lambda: None,
+    )  # fmt: skip
     try:
         counted = slot_needs(cfg, resolved.layout, cfg.threads)[1]
         assert max(len(s) for s in slots) == counted

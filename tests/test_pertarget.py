@@ -27,8 +27,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.engines.base import Job, RawBatch
 from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ
-from aiobench.plan.targets import Layout
-from aiobench.plan.workload import OpRun
+from aiobench.plan.workload import Layout, OpRun
 from aiobench.render.table import TableOptions, phase_text, render_table, target_block
 from aiobench.results.model import PhaseResult, TargetTotals, Totals, target_report
 from aiobench.run.phases import run_phase

@@ -18,10 +18,10 @@ from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.gate import StartGate
 from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ
-from aiobench.plan.targets import Layout, Slice
-from aiobench.plan.workload import OpRun
-from aiobench.run.phases import run_phase
-from aiobench.run.worker import Done, PhaseShared, Slot, Stream, first_done_floor
+from aiobench.plan.layout import Stream
+from aiobench.plan.workload import Layout, OpRun, Slice
+from aiobench.run.phases import PhaseRun, run_phase
+from aiobench.run.worker import Done, PhaseState, Slot, first_done_floor
 from aiobench.run.worker import _account as account
 from tests.conftest import fd_targets, make_cfg
 from tests.helpers import RecordingEngine, context, stream
@@ -89,14 +89,14 @@ async def test_first_done_is_the_earliest_finish_not_the_first_one_seen(tmp_path
     engine = LateReport({0: 1_000_000, 1: 10_000_000})  # thread 0: ~20 ms, thread 1: ~200 ms
     ctx = context(cfg, layout, engine)
     try:
-        phase, shared = await run_phase(ctx, READ, 0)
+        phase, tally = await run_phase(ctx, READ, 0)
     finally:
         ctx.executor.shutdown()
     first, last = phase.first_done, phase.last_done
     finish_0 = max(end for index, end in engine.ends if index == 0)
     finish_1 = max(end for index, end in engine.ends if index == 1)
     assert finish_0 < finish_1  # thread 0 ended first, though it was seen to end last
-    assert first.elapsed_ns == phase.threads[0].elapsed_ns == finish_0 - shared.start_ns
+    assert first.elapsed_ns == phase.threads[0].elapsed_ns == finish_0 - tally.start_ns
     assert first.ops == sum(1 for _, end in engine.ends if end <= finish_0)
     assert 20 <= first.ops < 40 and last.ops == 40
     assert phase.threads[1].elapsed_ns == last.elapsed_ns
@@ -196,12 +196,12 @@ async def test_every_slot_is_ready_before_the_clock_starts(
     engine = FirstCalls()
     ctx = context(cfg, Layout((512 * 4096,), 4096), engine)
     try:
-        phase, shared = await run_phase(ctx, READ, 0)
+        phase, tally = await run_phase(ctx, READ, 0)
     finally:
         ctx.executor.shutdown()
     assert opened == [(128, 128)]
     assert len(engine.first) == 128  # one executor thread per slot, each ran a job
-    assert min(engine.first.values()) >= shared.start_ns
+    assert min(engine.first.values()) >= tally.start_ns
     assert phase.last_done.ops == 512
     assert phase.startup_ns > 0
 
@@ -221,12 +221,13 @@ async def test_direct_io_at_depth_runs_one_queued_slot_per_thread(
     fd = os.open(target, os.O_RDONLY | os.O_DIRECT)
     ctx = context(cfg, Layout((1 << 20,), 4096), io_engine, [fd])
     try:
-        phase, shared = await run_phase(ctx, READ, 0)
+        run = PhaseRun(ctx, READ, 0)
+        phase, tally = await run.run()
     finally:
         ctx.executor.shutdown()
         os.close(fd)
-    assert shared.error is None
-    assert shared.depth == (8 if io_engine.name == "native" else 1)
+    assert tally.error is None
+    assert run.spec.depth == (8 if io_engine.name == "native" else 1)
     assert phase.last_done.ops == 64 * 256 and phase.io_latency.count == 64 * 256
     assert phase.peak_inflight_ops == 16
 
@@ -278,7 +279,7 @@ def test_slots_keep_only_the_runs_first_done_may_still_fall_in() -> None:
     layout = Layout((64 * 4096,), 4096)
     streams: list[Stream] = [stream(layout, Slice(0, 32)), stream(layout, Slice(32, 32))]
     slots = [[Slot(None)], [Slot(None)]]
-    shared = PhaseShared(kind=READ, engine=NullEngine(), executor=None, targets=None)  # type: ignore[arg-type]
+    state = PhaseState()
 
     def done(first: int, ends: list[int]) -> Done:
         run = OpRun(0, [first * 4096] * len(ends), 4096)
@@ -286,16 +287,16 @@ def test_slots_keep_only_the_runs_first_done_may_still_fall_in() -> None:
         return Done(run, at, np.zeros(0, dtype=np.int64), np.ones_like(at), None)
 
     for end in (10, 20, 30):
-        account(shared, slots[0][0], done(0, [end - 5, end]))
-        account(shared, slots[1][0], done(32, [end + 1]))
-    first_done_floor(shared, streams, slots, [0, 0])
-    assert shared.floor_ns == 30 and not shared.first_done_final  # thread 0's last end
-    account(shared, slots[1][0], done(32, [40]))
+        account(state, slots[0][0], done(0, [end - 5, end]))
+        account(state, slots[1][0], done(32, [end + 1]))
+    first_done_floor(state, streams, slots, [0, 0])
+    assert state.floor_ns == 30 and not state.first_done_final  # thread 0's last end
+    account(state, slots[1][0], done(32, [40]))
     assert len(slots[1][0].ring) == 2  # (31, 40): 11 and 21 ended before anything can
     # Thread 0 is seen to finish at 30; thread 1 has got past it: FIRST DONE is final.
-    shared.first_done_ns = 30
-    first_done_floor(shared, streams, slots, [30, 0])
-    assert shared.first_done_final
-    account(shared, slots[1][0], done(32, [50]))
+    state.first_done_ns = 30
+    first_done_floor(state, streams, slots, [30, 0])
+    assert state.first_done_final
+    account(state, slots[1][0], done(32, [50]))
     assert slots[1][0].snapshot == (2, 2 * 4096, 0, 0, 0) and not slots[1][0].ring  # 11, 21
     assert slots[0][0].snapshot_at(30) == (6, 6 * 4096, 0, 0, 0)

@@ -17,9 +17,9 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engines.buffers import SlotBuffer
-from aiobench.plan import slots
 from aiobench.render.outputs import Outputs
 from aiobench.results.model import RunResult
+from aiobench.run import slots
 from tests.conftest import call_main, errors_of
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)

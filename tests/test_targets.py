@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from aiobench.errors import ConfigError
-from aiobench.plan.targets import FILE, Layout, Slice
+from aiobench.plan.targets import FILE
+from aiobench.plan.workload import Layout, Slice
 from tests.conftest import make_cfg
 from tests.helpers import resolved_for
 

@@ -7,8 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from aiobench.plan.targets import Layout, Slice
-from aiobench.plan.workload import OpRun, OpStream, Permutation, ops_per_thread
+from aiobench.plan.workload import Layout, OpRun, OpStream, Permutation, Slice, ops_per_thread
 from tests.helpers import stream
 
 

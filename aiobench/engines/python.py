@@ -29,13 +29,14 @@ from aiobench.engines.base import (
     op_error,
     short_detail,
 )
-from aiobench.engines.buffers import STAMP_SPACING, SlotBuffer
+from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.dirwalk import BlockError, EntryLoop, entry_parents, file_flags, run_entries
 from aiobench.engines.nofollow import ParentDirs, reuse_dir, symlink_error
 from aiobench.engines.posix import FILE_MODE, PosixTargets, fds_of
 from aiobench.engines.verify import Mismatch, check, pattern
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import EntryRun
+from aiobench.plan.pool import STAMP_SPACING
 from aiobench.plan.workload import OpRun
 
 

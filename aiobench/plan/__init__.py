@@ -1,2 +1,2 @@
-"""What a run will do, decided before any clock starts: targets, op streams, dir layout,
-memory, slots; pure."""
+"""What a run will do, decided before any clock starts: targets, their layout and its op
+streams, the memory the slots will take; pure."""

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind, phase_name
+from aiobench.plan.split import StreamOrder, ThreadSplit
 
 # What a symlink below PATH is called, when the checks before the run or the engine's walk
 # find one (PATH itself, named by the user, may be one).
@@ -187,6 +188,30 @@ class DirLayout:
     def dir_phases(self) -> bool:
         """Whether -d/-D have anything to make or remove (``-n 0``: nothing)."""
         return self.dirs > 0
+
+    @property
+    def dir_mode(self) -> bool:
+        """Whether a phase's units are entries (dirs, files, objects): they are."""
+        return True
+
+    def moves_data(self, kind: PhaseKind) -> bool:
+        """Whether a phase of ``kind`` reads or writes data (empty files: none)."""
+        return kind in (READ, WRITE) and self.file_size > 0
+
+    def bytes_per_path(self) -> list[int]:
+        """The bytes of data in each PATH: its files'."""
+        return [files * self.file_size for files in self.files_per_path()]
+
+    def phase_name(self, kind: PhaseKind, rwmix_pct: int | None = None) -> str:
+        """The name of a phase of ``kind`` in results (:func:`aiobench.kinds.phase_name`)."""
+        return phase_name(kind, rwmix_pct)
+
+    def streams(
+        self, kind: PhaseKind, phase_index: int, order: StreamOrder, split: ThreadSplit
+    ) -> list[EntryStream]:
+        """The entries of each thread rank of ``split`` in a phase of ``kind`` (every rank
+        has its own dirs and files: the split's slices do not apply)."""
+        return [EntryStream(self, kind, rank) for rank in split.ids]
 
     def rank_dirs(self, ranks: Sequence[int] | None = None) -> list[tuple[int, str]]:
         """(path index, name) of every ``r<r>`` dir the layout needs, each once; only of

@@ -10,10 +10,12 @@ import os
 from pathlib import Path
 
 from aiobench.config import BenchConfig
-from aiobench.engines.buffers import slot_buffer_bytes
 from aiobench.errors import ConfigError
+from aiobench.kinds import READ, WRITE
 from aiobench.plan.dirmode import DirLayout
-from aiobench.plan.targets import Layout, Resolved
+from aiobench.plan.pool import slot_buffer_bytes
+from aiobench.plan.targets import Resolved
+from aiobench.plan.workload import Layout
 from aiobench.stats.recorders import recorder_bytes
 from aiobench.units import format_bytes
 
@@ -71,11 +73,13 @@ def _count(number: int, noun: str) -> str:
 
 def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tuple[int, int]:
     """(bytes one slot holds in the phase that needs most, slots a thread gets)."""
-    moves_data = cfg.write or cfg.read
+    phases = ((WRITE, cfg.write), (READ, cfg.read))
+    moves_data = any(layout.moves_data(kind) for kind, on in phases if on)
     most_ops = 0
+    blocks_per_op = 1  # the latency values of one operation (all of a file's blocks)
     if isinstance(layout, DirLayout):
-        moves_data = moves_data and layout.file_size > 0
         most_ops = layout.files_per_rank() if cfg.file_phases else layout.dirs
+        blocks_per_op = -(-layout.file_size // layout.block_size) if moves_data else 1
     elif cfg.rand and cfg.randamount_bytes is not None:
         most_ops = cfg.randamount_bytes // slices // layout.block_size
     elif cfg.strided:
@@ -86,16 +90,14 @@ def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tup
     # Beside its buffers a slot holds per-target counters and fills a latency recorder;
     # two in dir mode (entries and blocks), with --rwmixpct (reads and writes) and under a
     # rate limit (from the scheduled starts too).
-    two = isinstance(layout, DirLayout) or cfg.rwmixpct is not None
+    two = layout.dir_mode or cfg.rwmixpct is not None
     two = two or bool(cfg.limitread_bps or cfg.limitwrite_bps)
-    values = most_ops if not cfg.infloop else 1 << 62
-    if isinstance(layout, DirLayout) and moves_data:  # and the blocks of each file
-        values *= -(-layout.file_size // layout.block_size)
+    values = (most_ops if not cfg.infloop else 1 << 62) * blocks_per_op
     per_slot = (1 + two) * recorder_bytes(-(-values // slots))
     per_slot += len(cfg.paths) * 3 * 8 if len(cfg.paths) > 1 else 0
     if moves_data:
         # A slot's pool holds no more windows than the writes its thread can make.
-        writes = most_ops if isinstance(layout, Layout) and not cfg.infloop else None
+        writes = most_ops if not layout.dir_mode and not cfg.infloop else None
         buffers = slot_buffer_bytes(layout.block_size, for_write=cfg.write, writes=writes)
         if cfg.direct and slots > 1:
             # One slot may instead keep all of them in flight (Engine.slot_depth), with a

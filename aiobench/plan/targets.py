@@ -1,72 +1,28 @@
-"""Targets: path types and sizes, the concatenated block range and per-thread slices.
+"""Targets: path types and sizes, and the checks of a run against them.
 
-The block-range arithmetic (:class:`Layout`) is pure. :func:`resolve` learns each PATH's
-type and size from the engine (:meth:`~aiobench.engines.python.Engine.probe`) and checks the run
-against them; the engine then opens the targets (:meth:`~aiobench.engines.python.Engine.open`),
-into a :class:`Targets` only it looks inside. Dir mode's checks of the tree below PATH are
-POSIX ones, made here.
+:func:`resolve` learns each PATH's type and size from the engine
+(:meth:`~aiobench.engines.python.Engine.probe`), checks the run against them and makes its
+layout (file mode's block range: :class:`~aiobench.plan.workload.Layout`); the engine then
+opens the targets (:meth:`~aiobench.engines.python.Engine.open`), into a :class:`Targets`
+only it looks inside. Dir mode's checks of the tree below PATH are POSIX ones, made here.
 """
 
 from __future__ import annotations
 
-import bisect
 import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aiobench.config import BenchConfig, validate
 from aiobench.errors import ConfigError
 from aiobench.kinds import MKDIRS, WRITE, PathType
 from aiobench.plan.dirmode import SYMLINK, DirLayout
+from aiobench.plan.workload import Layout
 from aiobench.units import MAX_BYTES, format_bytes
 
 FILE, BLOCKDEV, DIR = PathType.FILE, PathType.BLOCKDEV, PathType.DIR
-
-
-@dataclass(frozen=True, slots=True)
-class Slice:
-    """One thread's contiguous share of the concatenated block range."""
-
-    first_block: int
-    blocks: int
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """All paths as one virtual range of blocks (``path1 || path2 || ...``); pure."""
-
-    sizes: tuple[int, ...]
-    block_size: int
-    cum_blocks: tuple[int, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        cum = [0]
-        for size in self.sizes:
-            cum.append(cum[-1] + -(-size // self.block_size))
-        object.__setattr__(self, "cum_blocks", tuple(cum))
-
-    @property
-    def total_blocks(self) -> int:
-        return self.cum_blocks[-1]
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(self.sizes)
-
-    def slices(self, threads: int) -> list[Slice]:
-        """``total // threads`` blocks each, in order; the last thread takes the remainder."""
-        each = self.total_blocks // threads
-        out = [Slice(r * each, each) for r in range(threads - 1)]
-        out.append(Slice((threads - 1) * each, self.total_blocks - (threads - 1) * each))
-        return out
-
-    def locate(self, block: int) -> tuple[int, int, int]:
-        """Global block -> (path index, byte offset in that path, length of the block)."""
-        index = bisect.bisect_right(self.cum_blocks, block) - 1
-        offset = (block - self.cum_blocks[index]) * self.block_size
-        return index, offset, min(self.block_size, self.sizes[index] - offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,11 +156,7 @@ def check_randamount(cfg: BenchConfig, block: int) -> None:
 def _check_space(cfg: BenchConfig, resolved: Resolved) -> None:
     """The data fits an off_t and, when written, each filesystem's free space (unless
     --force; a block device's size was checked already); read-only."""
-    layout = resolved.layout
-    if isinstance(layout, DirLayout):
-        sizes = [files * layout.file_size for files in layout.files_per_path()]
-    else:
-        sizes = list(layout.sizes)
+    sizes = resolved.layout.bytes_per_path()
     if sum(sizes) > MAX_BYTES:
         raise ConfigError(
             f"-s/--size: {format_bytes(sum(sizes))} in all, more than the OS can address "

@@ -1,24 +1,129 @@
-"""Seeded per-thread operation streams: sequential, uniform random, full-coverage permutation.
+"""File mode's block range (:class:`Layout`) and its seeded per-thread operation streams:
+sequential, uniform random, full-coverage permutation.
 
-Pure: a stream turns a thread's :class:`~aiobench.plan.targets.Slice` into runs of
+Pure: a stream turns a thread's :class:`Slice` of the range into runs of
 ``(path index, offset)`` pairs of one length, without touching the disk.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from aiobench.plan.targets import Layout, Slice
+from aiobench.kinds import READ, WRITE, PhaseKind, phase_name
+from aiobench.plan.split import StreamOrder, ThreadSplit
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 # How many permutation values one vectorised step computes (about 32 KiB of state).
 _PERM_CHUNK = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """One thread's contiguous share of the concatenated block range."""
+
+    first_block: int
+    blocks: int
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """All paths as one virtual range of blocks (``path1 || path2 || ...``); pure."""
+
+    sizes: tuple[int, ...]
+    block_size: int
+    cum_blocks: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        cum = [0]
+        for size in self.sizes:
+            cum.append(cum[-1] + -(-size // self.block_size))
+        object.__setattr__(self, "cum_blocks", tuple(cum))
+
+    @property
+    def total_blocks(self) -> int:
+        return self.cum_blocks[-1]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.sizes)
+
+    def slices(self, threads: int) -> list[Slice]:
+        """``total // threads`` blocks each, in order; the last thread takes the remainder."""
+        each = self.total_blocks // threads
+        out = [Slice(r * each, each) for r in range(threads - 1)]
+        out.append(Slice((threads - 1) * each, self.total_blocks - (threads - 1) * each))
+        return out
+
+    def locate(self, block: int) -> tuple[int, int, int]:
+        """Global block -> (path index, byte offset in that path, length of the block)."""
+        index = bisect.bisect_right(self.cum_blocks, block) - 1
+        offset = (block - self.cum_blocks[index]) * self.block_size
+        return index, offset, min(self.block_size, self.sizes[index] - offset)
+
+    @property
+    def dir_mode(self) -> bool:
+        """Whether a phase's units are entries (dirs, files, objects): here they are blocks."""
+        return False
+
+    @property
+    def dir_phases(self) -> bool:
+        """Whether -d/-D have dirs to make or remove: file mode has none."""
+        return False
+
+    def moves_data(self, kind: PhaseKind) -> bool:
+        """Whether a phase of ``kind`` reads or writes data (its slots need buffers)."""
+        return kind in (READ, WRITE)
+
+    def bytes_per_path(self) -> list[int]:
+        """The bytes of data in each PATH: its size."""
+        return list(self.sizes)
+
+    def phase_name(self, kind: PhaseKind, rwmix_pct: int | None = None) -> str:
+        """The name of a phase of ``kind`` in results (:func:`aiobench.kinds.phase_name`)."""
+        return phase_name(kind, rwmix_pct)
+
+    def streams(
+        self, kind: PhaseKind, phase_index: int, order: StreamOrder, split: ThreadSplit
+    ) -> list[OpStream]:
+        """The operations of each thread rank of ``split`` in a phase of ``kind``."""
+        stride = split.slices if order.strided else 1
+        mine = range(split.base, split.base + len(split.ids))
+        if order.strided:
+            # Thread r takes blocks r, r + threads, ... of the concatenated range.
+            total = self.total_blocks
+            parts = [Slice(r, len(range(r, total, stride))) for r in mine]
+        else:
+            parts = self.slices(split.slices)[mine.start : mine.stop]
+        counts = ops_per_thread(self, parts, split.slices, order.rand, order.randamount_bytes)
+        pct = order.rwmix_pct(kind)
+        return [
+            OpStream(
+                layout=self,
+                part=part,
+                total_ops=count,
+                rand=order.rand,
+                aligned=order.aligned,
+                permute=kind == WRITE,
+                rng=stream_rng(order, phase_index, rank),
+                backward=order.backward,
+                stride=stride,
+                loop=order.loop,
+                mix=None if pct is None else RwMix(pct, rank),
+            )
+            for rank, part, count in zip(split.ids, parts, counts, strict=True)
+        ]
+
+
+def stream_rng(order: StreamOrder, phase_index: int, rank: int) -> np.random.Generator:
+    """Thread rank ``rank``'s random stream of offsets in phase ``phase_index``."""
+    return np.random.default_rng(np.random.SeedSequence([order.seed, phase_index, rank]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,10 @@ from aiobench.kinds import (
     STAT,
     WRITE,
     PhaseKind,
-    phase_name,
 )
 from aiobench.plan.dirmode import DirLayout
-from aiobench.plan.targets import Layout, Resolved
+from aiobench.plan.targets import Resolved
+from aiobench.plan.workload import Layout
 from aiobench.text import printable
 from aiobench.units import format_bytes
 
@@ -37,9 +37,10 @@ def _targets(cfg: BenchConfig, resolved: Resolved) -> str:
         resolved.path_type
     ]
     layout = resolved.layout
+    sizes = None if layout.dir_mode else layout.bytes_per_path()  # (a dir: none of its own)
     shown = []
     for i, path in enumerate(cfg.paths[:MAX_LISTED]):
-        size = f" ({format_bytes(layout.sizes[i])})" if isinstance(layout, Layout) else ""
+        size = f" ({format_bytes(sizes[i])})" if sizes is not None else ""
         shown.append(f"{printable(path)}{size}")
     more = len(cfg.paths) - MAX_LISTED
     listing = ", ".join(shown) + (f", and {more} more" if more > 0 else "")
@@ -60,7 +61,7 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
     layout = resolved.layout
     out = ""
     for kind in kinds:
-        name = phase_name(kind, cfg.rwmixpct, objects=cfg.object_storage)
+        name = layout.phase_name(kind, cfg.rwmixpct)
         if isinstance(layout, DirLayout):
             dirs = cfg.threads * layout.dirs if not layout.sharing else layout.dirs
             files = cfg.threads * layout.files_per_rank()

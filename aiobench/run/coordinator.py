@@ -2,9 +2,10 @@
 
 :class:`Coordinator` is a run of one process, where every step of the job is this
 process's own: each method does nothing, or the one obvious thing. A job of MPI ranks is
-:class:`aiobench.run.mpi.MpiCoordinator`, the only place that knows about MPI; :func:`connect`
-picks it when the run was launched by ``mpirun``/``srun`` or given ``--mpi``. The CLI, the
-runner and the phases call these methods and never ask which coordinator they have.
+:class:`aiobench.run.mpi.MpiCoordinator`, the only place that knows about MPI;
+:func:`aiobench.run.launch.connect` picks it when the run was launched by
+``mpirun``/``srun`` or given ``--mpi``. The CLI, the runner and the phases call these
+methods and never ask which coordinator they have.
 """
 
 from __future__ import annotations
@@ -14,18 +15,16 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from aiobench.errors import ConfigError
+from aiobench.plan.split import ThreadSplit
 from aiobench.run import interrupts
 
 if TYPE_CHECKING:
-    from aiobench.config import BenchConfig
     from aiobench.errors import BenchIOError
     from aiobench.results.events import Observer
     from aiobench.results.model import PhaseResult, RunResult
-    from aiobench.run.worker import PhaseShared
+    from aiobench.stats.tally import PhaseTally
     from aiobench.stats.timeline import CounterTimeline
 
 T = TypeVar("T")
@@ -34,15 +33,6 @@ T = TypeVar("T")
 # (PMI), PMIx (Open MPI 5, Slurm's srun --mpi=pmix), MVAPICH.
 _RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS")
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadSplit:
-    """Which thread ranks this process runs, and how the dataset is split among them."""
-
-    ids: range  # the (global) thread ranks of this process
-    base: int  # the index of its first slice of the dataset
-    slices: int  # how many slices the dataset is split into, over all processes
 
 
 class Coordinator:
@@ -73,7 +63,7 @@ class Coordinator:
         return step()
 
     def split(self, threads: int, dir_mode: bool) -> ThreadSplit:
-        return ThreadSplit(range(threads), 0, threads)
+        return ThreadSplit.alone(threads)
 
     def meta(self) -> dict[str, object]:
         """What the run's ``meta`` says of the job."""
@@ -115,7 +105,7 @@ class Coordinator:
         result: RunResult,
         phase: PhaseResult,
         error: BenchIOError | None,
-        shared: PhaseShared | None,
+        tally: PhaseTally | None,
         stop: threading.Event,
         observer: Observer,
     ) -> bool:
@@ -147,17 +137,6 @@ class Coordinator:
 
     def finish(self) -> None:
         """The last step of the command, after the lead reported."""
-
-
-def connect(cfg: BenchConfig) -> Coordinator:
-    """The run's coordinator: MPI's when launched as a rank of a job, else this process's."""
-    if wanted(cfg.mpi):
-        from aiobench.run.mpi import MpiCoordinator
-
-        return MpiCoordinator.connect(shared=not cfg.nosvcshare)
-    if cfg.nosvcshare:
-        raise ConfigError("--nosvcshare: only applies under MPI (mpirun, srun or --mpi)")
-    return Coordinator()
 
 
 def _first_number(environ: Mapping[str, str], names: tuple[str, ...]) -> int | None:

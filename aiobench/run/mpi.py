@@ -2,7 +2,7 @@
 in the job and the steps all ranks take together.
 
 This module is imported only when the run was launched by ``mpirun``/``srun`` or given
-``--mpi`` (:func:`aiobench.run.coordinator.connect`), and imports mpi4py (the ``aiobench[mpi]``
+``--mpi`` (:func:`aiobench.run.launch.connect`), and imports mpi4py (the ``aiobench[mpi]``
 extra) then. Every collective call here is made from the main
 thread, between phases or at a phase's common start; during a phase a rank only polls for a
 stop message from a peer (an error or a signal there), so no rank waits on another while
@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiobench.errors import BenchIOError, ConfigError
+from aiobench.plan.split import ThreadSplit
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, RunResult, Totals
 from aiobench.run import interrupts
-from aiobench.run.coordinator import Coordinator, ThreadSplit
+from aiobench.run.coordinator import Coordinator
 from aiobench.stats.merge import RankPart, merge_phase
 from aiobench.stats.timeline import CounterTimeline, Counts
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from aiobench.run.worker import PhaseShared
+    from aiobench.stats.tally import PhaseTally
 
 T = TypeVar("T")
 
@@ -265,7 +266,7 @@ class MpiCoordinator(Coordinator):
         result: RunResult,
         phase: PhaseResult,
         error: BenchIOError | None,
-        shared: PhaseShared | None,
+        tally: PhaseTally | None,
         stop: threading.Event,
         observer: Observer,
     ) -> bool:
@@ -273,10 +274,10 @@ class MpiCoordinator(Coordinator):
         rank's counters at it, merge all ranks' results on rank 0 and report them there;
         every rank learns the same outcome. Whether the run goes on."""
         world = self.world
-        timeline = shared.timeline if shared is not None else None
+        timeline = tally.timeline if tally is not None else None
         own_first = phase.first_done.elapsed_ns
-        if shared is not None:
-            own_first = (shared.first_done_ns or shared.start_ns + _NEVER) - shared.start_ns
+        if tally is not None:
+            own_first = (tally.first_done_ns or tally.start_ns + _NEVER) - tally.start_ns
         first = world.min(own_first)
         if first >= _NEVER:
             first = 0  # no thread of any rank had work

@@ -1,14 +1,14 @@
 """Runs one phase: untimed setup, common start, first-done instant, time limit, interrupts.
 
-The plan it runs (streams and slots) is :mod:`aiobench.plan.slots`'s, its figures are
-:mod:`aiobench.stats.summary`'s, and every syscall on a target is the engine's.
+The plan it runs (streams) is :mod:`aiobench.plan.slots`', its slots
+:mod:`aiobench.run.slots`', its figures :mod:`aiobench.stats.summary`'s (from the tally
+it hands over), and every syscall on a target is the engine's.
 """
 
 from __future__ import annotations
 
 import datetime
 import threading
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from time import perf_counter_ns, process_time_ns
@@ -18,16 +18,28 @@ import anyio
 from aiobench.config import BenchConfig
 from aiobench.engines.base import Engine, IoOptions
 from aiobench.engines.gate import StartGate
-from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind, phase_name
+from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
 from aiobench.plan.dirmode import DirLayout
-from aiobench.plan.slots import close_buffers, rate_limit, rwmix_pct, slots_for, streams_for
-from aiobench.plan.targets import Layout, Targets
+from aiobench.plan.slots import rate_limit, rwmix_pct, streams_for
+from aiobench.plan.split import ThreadSplit
+from aiobench.plan.targets import Targets
+from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult
-from aiobench.run.coordinator import Coordinator, ThreadSplit
-from aiobench.run.worker import PhaseShared, Slot, Stream, first_done_floor, first_run, run_thread
+from aiobench.run.coordinator import Coordinator
+from aiobench.run.slots import close_buffers, slots_for
+from aiobench.run.worker import (
+    Clock,
+    PhaseSpec,
+    PhaseState,
+    Slot,
+    first_done_floor,
+    first_run,
+    run_thread,
+)
 from aiobench.stats.intervals import CpuSample, IntervalSeries
 from aiobench.stats.summary import active_at, progress, summarise
+from aiobench.stats.tally import PhaseAbout, PhaseTally, SlotTally, ThreadTally
 
 # While an interval has ended but a run handed over before its end is still out, the
 # watcher looks again this often (runs last up to ~50 ms, 250 ms on the event loop).
@@ -57,23 +69,14 @@ class RunContext:
         return self.targets.paths
 
     @property
-    def _split(self) -> ThreadSplit:
-        return self.split or ThreadSplit(range(self.cfg.threads), 0, self.cfg.threads)
+    def threads(self) -> ThreadSplit:
+        """This process's thread ranks and slices of the dataset."""
+        return self.split or ThreadSplit.alone(self.cfg.threads)
 
     @property
     def ids(self) -> range:
         """The (global) thread ranks of this process."""
-        return self._split.ids
-
-    @property
-    def split_base(self) -> int:
-        """The index of this process's first slice of the dataset."""
-        return self._split.base
-
-    @property
-    def slices(self) -> int:
-        """How many thread slices the dataset is split into."""
-        return self._split.slices
+        return self.threads.ids
 
     @property
     def cpus(self) -> int:
@@ -94,207 +97,289 @@ def make_executor(slots: int) -> ThreadPoolExecutor:
     return pool
 
 
-def _rank_dirs(ctx: RunContext, kind: PhaseKind, shared: PhaseShared) -> None:
-    """Untimed: create the ``r<r>`` dirs before MKDIRS, remove them after RMDIRS."""
-    layout = ctx.layout
-    if not isinstance(layout, DirLayout) or kind not in (MKDIRS, RMDIRS):
-        return
-    if kind == RMDIRS and (shared.stop.is_set() or shared.error is not None):
-        return  # the dirs inside may still be there
-    error = ctx.engine.rank_dirs(
-        ctx.targets,
-        layout.rank_dirs(ctx.ids),
-        remove=kind == RMDIRS,
-        missing_ok=kind == RMDIRS and ctx.cfg.nodelerr,
-    )
-    if error is not None:
-        shared.fail(error)
-
-
-def _prepare_files(ctx: RunContext, kind: PhaseKind, shared: PhaseShared) -> None:
-    """Untimed, before a write phase: --trunc, --trunctosize, --preallocfile, in that order."""
-    cfg, layout = ctx.cfg, ctx.layout
-    if kind != WRITE or not isinstance(layout, Layout) or not cfg.file_size_options():
-        return
-    error = ctx.engine.prepare_files(
-        ctx.targets,
-        layout.sizes,
-        trunc=cfg.trunc,
-        trunctosize=cfg.trunctosize,
-        prealloc=cfg.preallocfile,
-    )
-    if error is not None:
-        shared.fail(error)
-
-
 async def run_phase(
     ctx: RunContext, kind: PhaseKind, phase_index: int
-) -> tuple[PhaseResult, PhaseShared]:
+) -> tuple[PhaseResult, PhaseTally]:
     """Run one phase of ``kind`` over all threads and summarise it."""
-    cfg = ctx.cfg
-    setup_ns = perf_counter_ns()
-    name = phase_name(kind, rwmix_pct(cfg, kind), objects=cfg.object_storage)
-    streams = streams_for(ctx, kind, phase_index)
-    options = IoOptions(
-        direct=cfg.direct,
-        ignore_missing=cfg.nodelerr,
-        verify=cfg.verify,
-        verify_direct=cfg.verifydirect,
-        block_var_pct=cfg.blockvarpct,
-        rate_bytes_per_s=rate_limit(cfg, ctx.layout, kind),
-    )
-    mixed = rwmix_pct(cfg, kind) is not None
-    depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)
-    slots = slots_for(ctx, kind, phase_index, streams, depth)
-    shared = PhaseShared(
-        kind=kind,
-        engine=ctx.engine,
-        executor=ctx.executor,
-        targets=ctx.targets,
-        options=options,
-        depth=depth,
-        stop=ctx.stop,
-    )
-    finished: list[int] = [0] * len(streams)
-    cpu: dict[str, CpuSample] = {}
-
-    async def thread(local: int) -> None:
-        end = await run_thread(shared, streams[local], slots[local], gate)
-        finished[local] = end
-        if streams[local].total_ops == 0:
-            return  # a thread without work (shared dirs) neither finishes first nor last
-        if shared.first_done_ns is None:
-            cpu["first"] = _cpu_now()
-        if shared.first_done_ns is None or end < shared.first_done_ns:
-            shared.first_done_ns = end  # (an earlier finish may be seen later)
-
-    if kind == MKDIRS:
-        _rank_dirs(ctx, kind, shared)
-    _prepare_files(ctx, kind, shared)
-    # Every slot's first run is taken now and handed to its thread, which waits at the
-    # gate: the clock starts once all of them are ready.
-    count = sum(len(rank_slots) for rank_slots in slots)
-    ready = sum(
-        first_run(stream, slot, len(rank_slots), count)
-        for stream, rank_slots in zip(streams, slots, strict=True)
-        for slot in rank_slots
-    )
-    gate = StartGate(ready)
-    job = ctx.coordinator
-    job.listen()
-    try:
-        ctx.check_signal()  # (the buffers are closed below)
-        async with anyio.create_task_group() as watcher:
-            async with anyio.create_task_group() as group:
-                try:
-                    for local in range(len(streams)):
-                        group.start_soon(thread, local)
-                    await gate.all_arrived()
-                    job.barrier()  # the common start of all processes (all are ready)
-                    wall_start, series = _start(ctx, name, shared, streams, cpu, gate)
-                finally:
-                    if not gate.opened:  # not started (an error or cancellation)
-                        gate.open(0, 0, stopped=True)  # the waiting runs do nothing
-                watcher.start_soon(_watch, ctx, name, shared, series, streams, slots, finished)
-            watcher.cancel_scope.cancel()
-        job.poll(ctx.stop)  # a stop here after the watcher's last look
-    finally:
-        close_buffers(slots)
-    cpu["last"] = _cpu_now()
-    last = max(finished)
-    time_up = 0 < shared.deadline_ns <= cpu["last"].wall_ns and not shared.stop.is_set()
-    for record in series.finish(last, active_at(streams, finished), cpu["last"], time_up=time_up):
-        ctx.observer.interval(name, record)
-    ctx.observer.phase_ended(name)
-    result = summarise(kind, ctx, shared, streams, slots, finished, cpu, wall_start)
-    result = replace(result, startup_ns=shared.start_ns - setup_ns)
-    if kind == RMDIRS:
-        job.barrier()  # shared dirs inside r0 may still be in other processes' hands
-        _rank_dirs(ctx, kind, shared)
-    return result, shared
-
-
-def _start(
-    ctx: RunContext,
-    name: str,
-    shared: PhaseShared,
-    streams: Sequence[Stream],
-    cpu: dict[str, CpuSample],
-    gate: StartGate,
-) -> tuple[datetime.datetime, IntervalSeries]:
-    """The phase's common start: the clock and the time limit, the runs released at once
-    (the interval series is made while they start)."""
-    cfg = ctx.cfg
-    wall_start = datetime.datetime.now(datetime.UTC)
-    ctx.observer.phase_started(name, wall_start)
-    cpu_start = process_time_ns()
-    shared.start_ns = perf_counter_ns()
-    limit_ns = cfg.timelimit_ns or cfg.timelimit_s * 1_000_000_000
-    if limit_ns:
-        shared.deadline_ns = shared.start_ns + limit_ns
-    gate.open(shared.start_ns, shared.deadline_ns, stopped=shared.stop.is_set())
-    cpu["start"] = CpuSample(shared.start_ns, cpu_start)
-    series = shared.series = IntervalSeries(
-        start_ns=shared.start_ns,
-        interval_ns=ctx.live_interval_ns,
-        planned_units=sum(stream.total_ops for stream in streams),
-        dir_mode=isinstance(ctx.layout, DirLayout),
-        cpus=ctx.cpus,
-    )
-    series.sample_cpu(0, cpu["start"])
-    shared.timeline = ctx.coordinator.timeline(shared.start_ns)
-    if cfg.infloop:
-        series.endless_until_ns = shared.deadline_ns
-    return wall_start, series
+    return await PhaseRun(ctx, kind, phase_index).run()
 
 
 def _cpu_now() -> CpuSample:
     return CpuSample(perf_counter_ns(), process_time_ns())
 
 
-async def _watch(
-    ctx: RunContext,
-    name: str,
-    shared: PhaseShared,
-    series: IntervalSeries,
-    streams: list[Stream],
-    slots: list[list[Slot]],
-    finished: list[int],
-) -> None:
-    """Live progress every interval, and each interval's record as soon as it is complete."""
-    all_slots = [slot for rank_slots in slots for slot in rank_slots]
-    dir_mode = isinstance(ctx.layout, DirLayout)
-    active = active_at(streams, finished)
-    next_tick = series.boundary(1)
-    seen, seen_ns = (0, 0, 0), shared.start_ns
-    while True:
-        now = perf_counter_ns()
-        if now >= next_tick:
-            k = (now - shared.start_ns) // series.interval_ns  # the interval starting now
-            series.sample_cpu(k, CpuSample(now, process_time_ns()))
-            counts = (
-                sum(s.ops for s in all_slots),
-                sum(s.bytes for s in all_slots),
-                sum(s.entries for s in all_slots),
-            )
-            ctx.observer.progress(
-                progress(name, shared, series, counts, seen, now - seen_ns, now, dir_mode)
-            )
-            seen, seen_ns = counts, now
-            next_tick = series.boundary(k + 1)
-        # Units ending inside an interval may still be in a run handed over before its end.
-        # With no run out, nothing ends after the last end seen until a slot starts again:
-        # the interval holding that end stays open for finish() to cut there.
-        if not shared.first_done_final:  # (also keeps the slots' rings short)
-            first_done_floor(shared, streams, slots, finished)
-        busy = [s.busy_since_ns for s in all_slots if s.busy_since_ns]
-        horizon = min(busy) if busy else max(s.last_end_ns for s in all_slots)
-        for record in series.close_until(horizon, active):
+class PhaseRun:
+    """One phase of a run: made with its plan (streams, what every slot does), then
+    :meth:`run` allocates the slots, :meth:`start` starts the clock, :meth:`watch`
+    reports while the slots work and :meth:`finish` freezes what they counted."""
+
+    def __init__(self, ctx: RunContext, kind: PhaseKind, phase_index: int) -> None:
+        cfg, layout = ctx.cfg, ctx.layout
+        self.ctx, self.kind, self.phase_index = ctx, kind, phase_index
+        self.setup_ns = perf_counter_ns()
+        pct = rwmix_pct(cfg, kind)
+        self.streams = streams_for(cfg, layout, kind, phase_index, ctx.threads)
+        options = IoOptions(
+            direct=cfg.direct,
+            ignore_missing=cfg.nodelerr,
+            verify=cfg.verify,
+            verify_direct=cfg.verifydirect,
+            block_var_pct=cfg.blockvarpct,
+            rate_bytes_per_s=rate_limit(cfg, kind),
+        )
+        mixed = pct is not None
+        depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)
+        self.spec = PhaseSpec(
+            kind=kind,
+            engine=ctx.engine,
+            executor=ctx.executor,
+            targets=ctx.targets,
+            options=options,
+            depth=depth,
+        )
+        self.about = PhaseAbout(
+            name=layout.phase_name(kind, pct),
+            rwmix_pct=pct,
+            paths=ctx.paths,
+            servers=ctx.targets.servers,
+            cpus=ctx.cpus,
+            dir_mode=layout.dir_mode,
+            rate_limited=bool(options.rate_bytes_per_s),
+        )
+        self.state = PhaseState(stop=ctx.stop)
+        self.slots: list[list[Slot]] = []
+        self.finished: list[int] = [0] * len(self.streams)  # each thread's finish (0: not yet)
+        self.planned = [stream.total_ops for stream in self.streams]
+        # Set by start(), and when the first thread with work finishes:
+        self.wall_start: datetime.datetime | None = None
+        self.series: IntervalSeries | None = None
+        self.cpu_start = CpuSample(0, 0)
+        self.cpu_first: CpuSample | None = None
+
+    async def run(self) -> tuple[PhaseResult, PhaseTally]:
+        """The whole phase: slots, untimed setup, the common start, the slots' work
+        watched to its end; its figures and tally."""
+        ctx, kind, streams = self.ctx, self.kind, self.streams
+        cfg = ctx.cfg
+        self.slots = slots = slots_for(
+            cfg,
+            ctx.layout,
+            kind,
+            self.phase_index,
+            streams,
+            self.spec.depth,
+            ranks=ctx.ids,
+            paths=len(ctx.paths),
+            check_signal=ctx.check_signal,
+        )
+        if kind == MKDIRS:
+            self._rank_dirs()
+        self._prepare_files()
+        # Every slot's first run is taken now and handed to its thread, which waits at the
+        # gate: the clock starts once all of them are ready.
+        count = sum(len(rank_slots) for rank_slots in slots)
+        ready = sum(
+            first_run(stream, slot, len(rank_slots), count)
+            for stream, rank_slots in zip(streams, slots, strict=True)
+            for slot in rank_slots
+        )
+        gate = StartGate(ready)
+        job = ctx.coordinator
+        job.listen()
+        try:
+            ctx.check_signal()  # (the buffers are closed below)
+            async with anyio.create_task_group() as watcher:
+                async with anyio.create_task_group() as group:
+                    try:
+                        for local in range(len(streams)):
+                            group.start_soon(self._thread, local, gate)
+                        await gate.all_arrived()
+                        job.barrier()  # the common start of all processes (all are ready)
+                        self.start(gate)
+                    finally:
+                        if not gate.opened:  # not started (an error or cancellation)
+                            gate.open(0, 0, stopped=True)  # the waiting runs do nothing
+                    watcher.start_soon(self.watch)
+                watcher.cancel_scope.cancel()
+            job.poll(ctx.stop)  # a stop here after the watcher's last look
+        finally:
+            close_buffers(slots)
+        tally = self.finish()
+        result = replace(summarise(tally), startup_ns=tally.start_ns - self.setup_ns)
+        if kind == RMDIRS:
+            job.barrier()  # shared dirs inside r0 may still be in other processes' hands
+            self._rank_dirs()
+            # Failing to remove the rank dirs is the phase's error, after its figures.
+            state = self.state
+            tally = replace(tally, error=state.error, stopped=state.stop.is_set())
+        return result, tally
+
+    def _rank_dirs(self) -> None:
+        """Untimed: create the ``r<r>`` dirs before MKDIRS, remove them after RMDIRS."""
+        ctx, kind, state = self.ctx, self.kind, self.state
+        layout = ctx.layout
+        if not isinstance(layout, DirLayout) or kind not in (MKDIRS, RMDIRS):
+            return
+        if kind == RMDIRS and (state.stop.is_set() or state.error is not None):
+            return  # the dirs inside may still be there
+        error = ctx.engine.rank_dirs(
+            ctx.targets,
+            layout.rank_dirs(ctx.ids),
+            remove=kind == RMDIRS,
+            missing_ok=kind == RMDIRS and ctx.cfg.nodelerr,
+        )
+        if error is not None:
+            state.fail(error)
+
+    def _prepare_files(self) -> None:
+        """Untimed, before a write phase: --trunc, --trunctosize, --preallocfile, in that
+        order."""
+        ctx = self.ctx
+        cfg, layout = ctx.cfg, ctx.layout
+        if self.kind != WRITE or not isinstance(layout, Layout) or not cfg.file_size_options():
+            return
+        error = ctx.engine.prepare_files(
+            ctx.targets,
+            layout.sizes,
+            trunc=cfg.trunc,
+            trunctosize=cfg.trunctosize,
+            prealloc=cfg.preallocfile,
+        )
+        if error is not None:
+            self.state.fail(error)
+
+    async def _thread(self, local: int, gate: StartGate) -> None:
+        state = self.state
+        stream = self.streams[local]
+        end = await run_thread(self.spec, state, stream, self.slots[local], gate)
+        self.finished[local] = end
+        if stream.total_ops == 0:
+            return  # a thread without work (shared dirs) neither finishes first nor last
+        if state.first_done_ns is None:
+            self.cpu_first = _cpu_now()
+        if state.first_done_ns is None or end < state.first_done_ns:
+            state.first_done_ns = end  # (an earlier finish may be seen later)
+
+    def start(self, gate: StartGate) -> None:
+        """The phase's common start: the clock and the time limit, the runs released at
+        once (the interval series is made while they start)."""
+        ctx, state = self.ctx, self.state
+        cfg = ctx.cfg
+        wall_start = self.wall_start = datetime.datetime.now(datetime.UTC)
+        ctx.observer.phase_started(self.about.name, wall_start)
+        cpu_start = process_time_ns()
+        start_ns = perf_counter_ns()
+        limit_ns = cfg.timelimit_ns or cfg.timelimit_s * 1_000_000_000
+        deadline_ns = start_ns + limit_ns if limit_ns else 0
+        # The released runs take the clock from the gate; the slots see state.clock only
+        # once this returns (their accounting runs on this loop).
+        gate.open(start_ns, deadline_ns, stopped=state.stop.is_set())
+        self.cpu_start = CpuSample(start_ns, cpu_start)
+        series = self.series = IntervalSeries(
+            start_ns=start_ns,
+            interval_ns=ctx.live_interval_ns,
+            planned_units=sum(self.planned),
+            dir_mode=self.about.dir_mode,
+            cpus=self.about.cpus,
+        )
+        series.sample_cpu(0, self.cpu_start)
+        state.clock = Clock(start_ns, deadline_ns, series, ctx.coordinator.timeline(start_ns))
+        if cfg.infloop:
+            series.endless_until_ns = deadline_ns
+
+    async def watch(self) -> None:
+        """Live progress every interval, and each interval's record as soon as it is
+        complete."""
+        ctx, state, series = self.ctx, self.state, self.series
+        assert series is not None  # (started)
+        name, start_ns = self.about.name, state.clock.start_ns
+        all_slots = [slot for rank_slots in self.slots for slot in rank_slots]
+        active = active_at(self.planned, self.finished)
+        next_tick = series.boundary(1)
+        seen, seen_ns = (0, 0, 0), start_ns
+        while True:
+            now = perf_counter_ns()
+            if now >= next_tick:
+                k = (now - start_ns) // series.interval_ns  # the interval starting now
+                series.sample_cpu(k, CpuSample(now, process_time_ns()))
+                counts = (
+                    sum(s.ops for s in all_slots),
+                    sum(s.bytes for s in all_slots),
+                    sum(s.entries for s in all_slots),
+                )
+                line = progress(
+                    self.about, series, state.clock.deadline_ns, counts, seen, now - seen_ns, now
+                )
+                ctx.observer.progress(line)
+                seen, seen_ns = counts, now
+                next_tick = series.boundary(k + 1)
+            # Units ending inside an interval may still be in a run handed over before its
+            # end. With no run out, nothing ends after the last end seen until a slot starts
+            # again: the interval holding that end stays open for finish() to cut there.
+            if not state.first_done_final:  # (also keeps the slots' rings short)
+                first_done_floor(state, self.streams, self.slots, self.finished)
+            busy = [s.busy_since_ns for s in all_slots if s.busy_since_ns]
+            horizon = min(busy) if busy else max(s.last_end_ns for s in all_slots)
+            for record in series.close_until(horizon, active):
+                ctx.observer.interval(name, record)
+            ctx.coordinator.poll(ctx.stop)
+            wait = next_tick - now
+            if series.pending(now):
+                wait = min(wait, _CLOSE_POLL_NS)
+            if ctx.coordinator.peer_poll_ns is not None:
+                wait = min(wait, ctx.coordinator.peer_poll_ns)
+            await anyio.sleep(max(wait, 0) / 1e9)
+
+    def finish(self) -> PhaseTally:
+        """The phase is over: its last intervals out, and what its slots counted frozen."""
+        ctx, state, series, wall_start = self.ctx, self.state, self.series, self.wall_start
+        assert series is not None and wall_start is not None  # (started)
+        name, clock = self.about.name, state.clock
+        cpu_last = _cpu_now()
+        time_up = 0 < clock.deadline_ns <= cpu_last.wall_ns and not state.stop.is_set()
+        active = active_at(self.planned, self.finished)
+        for record in series.finish(max(self.finished), active, cpu_last, time_up=time_up):
             ctx.observer.interval(name, record)
-        ctx.coordinator.poll(ctx.stop)
-        wait = next_tick - now
-        if series.pending(now):
-            wait = min(wait, _CLOSE_POLL_NS)
-        if ctx.coordinator.peer_poll_ns is not None:
-            wait = min(wait, ctx.coordinator.peer_poll_ns)
-        await anyio.sleep(max(wait, 0) / 1e9)
+        ctx.observer.phase_ended(name)
+        first = state.first_done_ns or clock.start_ns
+        threads = tuple(
+            ThreadTally(
+                rank=rank,
+                planned=stream.total_ops,
+                finished_ns=end,
+                incomplete=bool(stream.remaining) or any(s.pending for s in rank_slots),
+                slots=tuple(_slot_tally(slot, first) for slot in rank_slots),
+            )
+            for rank, stream, rank_slots, end in zip(
+                ctx.ids, self.streams, self.slots, self.finished, strict=True
+            )
+        )
+        return PhaseTally(
+            about=self.about,
+            wall_start=wall_start,
+            start_ns=clock.start_ns,
+            deadline_ns=clock.deadline_ns,
+            first_done_ns=state.first_done_ns,
+            cpu_start=self.cpu_start,
+            cpu_first=self.cpu_first if self.cpu_first is not None else cpu_last,
+            cpu_last=cpu_last,
+            threads=threads,
+            peak_inflight=state.peak_inflight,
+            intervals=tuple(series.closed),
+            timeline=clock.timeline,
+            stopped=state.stop.is_set(),
+            error=state.error,
+        )
+
+
+def _slot_tally(slot: Slot, first_done_ns: int) -> SlotTally:
+    return SlotTally(
+        totals=slot.totals,
+        at_first_done=slot.snapshot_at(first_done_ns),
+        recorder=slot.recorder,
+        entry_recorder=slot.entry_recorder,
+        sched_recorder=slot.sched_recorder,
+        ttfb_recorder=slot.ttfb_recorder,
+        read_recorder=slot.read_recorder,
+        per_path=slot.per_path,
+    )

@@ -29,17 +29,16 @@ from aiobench.kinds import (
     SYNC,
     WRITE,
     PhaseKind,
-    phase_name,
 )
-from aiobench.plan.dirmode import DirLayout
-from aiobench.plan.targets import Layout, Resolved, Targets, filesystem_type
+from aiobench.plan.targets import Resolved, Targets, filesystem_type
+from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, RunResult
 from aiobench.run import interrupts
 from aiobench.run.coordinator import Coordinator
 from aiobench.run.housekeeping import run_housekeeping
 from aiobench.run.phases import RunContext, make_executor, run_phase
-from aiobench.run.worker import PhaseShared
+from aiobench.stats.tally import PhaseTally
 
 
 def event_loop_name() -> str:
@@ -49,7 +48,7 @@ def event_loop_name() -> str:
 
 def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[PhaseKind]:
     """The phases to run, in their fixed order (the order of options does not matter)."""
-    dirs = isinstance(resolved.layout, DirLayout) and resolved.layout.dir_phases
+    dirs = resolved.layout.dir_phases
     wanted = (
         (MKDIRS, cfg.mkdirs and dirs),
         (WRITE, cfg.write),
@@ -69,8 +68,8 @@ def skipped_note(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> str
     if not result.phases or result.interrupted or result.error is not None:
         return None
     last = result.phases[-1]
-    objects = cfg.object_storage
-    names = [phase_name(kind, cfg.rwmixpct, objects=objects) for kind in phase_kinds(cfg, resolved)]
+    layout = resolved.layout
+    names = [layout.phase_name(kind, cfg.rwmixpct) for kind in phase_kinds(cfg, resolved)]
     if not last.time_limited or last.name not in names:
         return None
     left = names[names.index(last.name) + 1 :]
@@ -168,7 +167,7 @@ def run_benchmark(
         observer=job.events(observer),
         live_interval_ns=cfg.live_interval_ms * 1_000_000,
         coordinator=job,
-        split=job.split(cfg.threads, isinstance(resolved.layout, DirLayout)),
+        split=job.split(cfg.threads, resolved.layout.dir_mode),
     )
     kinds = phase_kinds(cfg, resolved)
     observer.ready()  # setup can no longer fail: notes for the user may go out now
@@ -177,18 +176,21 @@ def run_benchmark(
         phase: PhaseResult,
         error: BenchIOError | None,
         iteration: int,
-        shared: PhaseShared | None = None,
+        tally: PhaseTally | None = None,
+        *,
+        wrote: bool = False,
     ) -> bool:
-        """Keep a block's result; whether the run goes on (on every process)."""
+        """Keep a block's result (``wrote``: of a write phase); whether the run goes on
+        (on every process)."""
         phase = dataclasses.replace(
             phase,
             iteration=iteration,
             iterations=cfg.iterations,
             error=error.to_dict() if error is not None else None,
         )
-        if shared is not None and shared.kind == WRITE and error is None:
+        if wrote and error is None:
             opened.filled |= not phase.interrupted
-        return job.report(result, phase, error, shared, stop, observer)
+        return job.report(result, phase, error, tally, stop, observer)
 
     async def housekeeping(iteration: int) -> bool:
         for kind in housekeeping_kinds(cfg):
@@ -207,8 +209,8 @@ def run_benchmark(
                 await _wait(cfg.phasedelay_s, stop)
             # Each phase of each iteration draws its own offsets and data from the seed;
             # iteration 0 numbers its phases as a run without -i does (same seed, same I/O).
-            phase, shared = await run_phase(ctx, kind, iteration * len(kinds) + index)
-            if not report(phase, shared.error, iteration, shared):
+            phase, tally = await run_phase(ctx, kind, iteration * len(kinds) + index)
+            if not report(phase, tally.error, iteration, tally, wrote=kind == WRITE):
                 return False
             if not await housekeeping(iteration):
                 return False

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from time import perf_counter_ns
@@ -25,9 +26,10 @@ from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.gate import StartGate
 from aiobench.errors import BenchIOError
 from aiobench.kinds import PhaseKind
-from aiobench.plan.dirmode import EntryRun, EntryStream
+from aiobench.plan.dirmode import EntryRun
+from aiobench.plan.layout import Run, Stream
 from aiobench.plan.targets import Targets
-from aiobench.plan.workload import OpRun, OpStream
+from aiobench.plan.workload import OpRun
 from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
@@ -53,13 +55,10 @@ MAX_BATCH_OPS = 65_536
 _FIRST_RUN = 256
 _FIRST_RUNS_OPS = 1 << 20
 
-Stream = OpStream | EntryStream
-Run = OpRun | EntryRun
 
-
-@dataclass(slots=True)
-class PhaseShared:
-    """State every slot of a phase sees; the lock guards only the in-flight counter."""
+@dataclass(frozen=True, slots=True)
+class PhaseSpec:
+    """What is fixed for a phase: the work every slot of it hands to the engine, and how."""
 
     kind: PhaseKind
     engine: Engine
@@ -68,24 +67,40 @@ class PhaseShared:
     options: IoOptions = field(default_factory=IoOptions)
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
     batch_ns: int = field(init=False)  # a run's time budget: set from the engine
-    deadline_ns: int = 0
+
+    def __post_init__(self) -> None:
+        budget = LOOP_BATCH_NS if runs_on_loop(self.engine) else TARGET_BATCH_NS
+        object.__setattr__(self, "batch_ns", budget)
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """A phase's clock, set once at its common start (zeros before it): the start, the
+    time limit's end (0: none), and the records its runs are added to."""
+
     start_ns: int = 0
+    deadline_ns: int = 0
+    series: IntervalSeries | None = None
+    timeline: CounterTimeline | None = None  # under MPI: counts to read at the job's first done
+
+
+@dataclass(slots=True)
+class PhaseState:
+    """What changes while a phase runs, seen by all its slots; the lock guards only the
+    in-flight counters."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    clock: Clock = field(default_factory=Clock)
     # FIRST DONE: the earliest finish of a thread with work, so far. Threads are seen to
     # finish in the order their last runs are accounted, not the order they ended in, so
     # it may still move earlier until ``first_done_final`` (see first_done_floor).
     first_done_ns: int | None = None
     first_done_final: bool = False
     floor_ns: int = 0  # no thread's finish can come before this now (first_done_floor)
-    stop: threading.Event = field(default_factory=threading.Event)
     error: BenchIOError | None = None
-    series: IntervalSeries | None = None
-    timeline: CounterTimeline | None = None  # under MPI: counts to read at the job's first done
     inflight: int = 0
     peak_inflight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        self.batch_ns = LOOP_BATCH_NS if runs_on_loop(self.engine) else TARGET_BATCH_NS
 
     def fail(self, error: BenchIOError) -> None:
         if self.error is None:
@@ -144,7 +159,7 @@ class Slot:
     last_end_ns: int = 0
     batch_ops: int = _FIRST_RUN
     pending: Run | None = None  # what the last run's time budget left undone
-    # The runs that may end after FIRST DONE (PhaseShared.floor_ns), with the slot's counts
+    # The runs that may end after FIRST DONE (PhaseState.floor_ns), with the slot's counts
     # before each, kept until FIRST DONE is final and the counts at it are in ``snapshot``.
     ring: deque[tuple[Done, Counts]] = field(default_factory=deque)
     snapshot: Counts | None = None
@@ -166,65 +181,68 @@ class Slot:
         return self.totals
 
 
-def _job(shared: PhaseShared, slot: Slot, run: Run, gate: StartGate | None) -> tuple[Job, int]:
+def _job(
+    spec: PhaseSpec, state: PhaseState, slot: Slot, run: Run, gate: StartGate | None
+) -> tuple[Job, int]:
     """The engine's job for ``run``, counted in flight; (the job, operations it queues).
 
     A slot's first run waits at the phase's ``gate``, inside the engine (which starts its
     time budget there); one that finds the phase stopped by then does nothing."""
     if gate is not None:
         gate.register()
-    queued = min(shared.depth, len(run))  # operations this run keeps in flight at once
-    with shared.lock:
-        shared.inflight += queued
-        shared.peak_inflight = max(shared.peak_inflight, shared.inflight)
-    until = shared.batch_ns  # gated: the budget from the start (Job.gate)
+    queued = min(spec.depth, len(run))  # operations this run keeps in flight at once
+    with state.lock:
+        state.inflight += queued
+        state.peak_inflight = max(state.peak_inflight, state.inflight)
+    clock = state.clock  # (before the start, a gated run's clock comes with the gate)
+    until = spec.batch_ns  # gated: the budget from the start (Job.gate)
     if gate is None:
         until += perf_counter_ns()
-        if shared.deadline_ns:
-            until = min(until, shared.deadline_ns)
+        if clock.deadline_ns:
+            until = min(until, clock.deadline_ns)
     job = Job(
-        shared.kind,
-        shared.targets,
+        spec.kind,
+        spec.targets,
         run,
         slot.buffer,
         until,
-        deadline_ns=shared.deadline_ns,
-        stop=shared.stop,
-        options=shared.options,
-        schedule_start_ns=shared.start_ns,
-        depth=shared.depth,
+        deadline_ns=clock.deadline_ns,
+        stop=state.stop,
+        options=spec.options,
+        schedule_start_ns=clock.start_ns,
+        depth=spec.depth,
         gate=gate,
     )
     return job, queued
 
 
-def _done(shared: PhaseShared, queued: int) -> None:
-    with shared.lock:
-        shared.inflight -= queued
+def _done(state: PhaseState, queued: int) -> None:
+    with state.lock:
+        state.inflight -= queued
 
 
 def _execute(
-    shared: PhaseShared, slot: Slot, run: Run, gate: StartGate | None
+    spec: PhaseSpec, state: PhaseState, slot: Slot, run: Run, gate: StartGate | None
 ) -> tuple[Done, BenchIOError | None]:
     """Runs in an executor thread: the I/O, then latency folding (outside the timed part)."""
-    job, queued = _job(shared, slot, run, gate)
+    job, queued = _job(spec, state, slot, run, gate)
     try:
-        raw = shared.engine.run(job)
+        raw = spec.engine.run(job)
     finally:
-        _done(shared, queued)
+        _done(state, queued)
     return _fold(slot, run, raw)
 
 
 async def _execute_async(
-    shared: PhaseShared, slot: Slot, run: Run, gate: StartGate | None
+    spec: PhaseSpec, state: PhaseState, slot: Slot, run: Run, gate: StartGate | None
 ) -> tuple[Done, BenchIOError | None]:
     """:func:`_execute` for an engine that runs on the event loop (:class:`AsyncEngine`)."""
-    job, queued = _job(shared, slot, run, gate)
-    engine = cast(AsyncEngine, shared.engine)
+    job, queued = _job(spec, state, slot, run, gate)
+    engine = cast(AsyncEngine, spec.engine)
     try:
         raw = await engine.run_async(job)
     finally:
-        _done(shared, queued)
+        _done(state, queued)
     return _fold(slot, run, raw)
 
 
@@ -252,16 +270,17 @@ def _fold(slot: Slot, run: Run, raw: RawBatch) -> tuple[Done, BenchIOError | Non
     return Done(run, ends, io_ends, unit_latency, io_latency), raw.error
 
 
-def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
+def _account(state: PhaseState, slot: Slot, done: Done) -> None:
     before = slot.totals
     units, io_ops = int(done.ends.size), int(done.io_ends.size)
     ops, nbytes, entries, read_ops, read_bytes = run_counts(done.run, units, io_ops)
     if slot.per_path is not None:
         done.run.add_per_path(units, io_ops, slot.per_path)
-    if shared.series is not None:
-        shared.series.add(done.run, done.ends, done.io_ends, done.latency, done.io_latency)
-    if shared.timeline is not None:
-        shared.timeline.add(done.run, done.ends, done.io_ends)
+    clock = state.clock
+    if clock.series is not None:
+        clock.series.add(done.run, done.ends, done.io_ends, done.latency, done.io_latency)
+    if clock.timeline is not None:
+        clock.timeline.add(done.run, done.ends, done.io_ends)
     slot.ops += ops
     slot.bytes += nbytes
     slot.entries += entries
@@ -274,27 +293,27 @@ def _account(shared: PhaseShared, slot: Slot, done: Done) -> None:
         return
     ring = slot.ring
     ring.append((done, before))
-    if shared.first_done_final and shared.first_done_ns is not None:
-        slot.snapshot = slot.snapshot_at(shared.first_done_ns)
+    if state.first_done_final and state.first_done_ns is not None:
+        slot.snapshot = slot.snapshot_at(state.first_done_ns)
         ring.clear()
         return
-    while ring and ring[0][0].last_end_ns < shared.floor_ns:
+    while ring and ring[0][0].last_end_ns < state.floor_ns:
         ring.popleft()  # all of it ended before FIRST DONE: in the next one's counts
 
 
 def first_done_floor(
-    shared: PhaseShared, streams: list[Stream], slots: list[list[Slot]], finished: list[int]
+    state: PhaseState, streams: Sequence[Stream], slots: list[list[Slot]], finished: list[int]
 ) -> None:
     """Update FIRST DONE's floor: the earliest finish so far, or an unfinished thread's
     last end accounted (its finish comes no sooner), whichever is earlier. FIRST DONE is
     final once no unfinished thread can finish before it."""
-    first = shared.first_done_ns
+    first = state.first_done_ns
     floor = first if first is not None else 1 << 62
     for stream, rank_slots, end in zip(streams, slots, finished, strict=True):
         if not end and stream.total_ops:
             floor = min(floor, max((s.last_end_ns for s in rank_slots), default=0))
-    shared.floor_ns = floor
-    shared.first_done_final = first is not None and floor >= first
+    state.floor_ns = floor
+    state.first_done_final = first is not None and floor >= first
 
 
 def _take(stream: Stream, slot: Slot, siblings: int) -> Run | None:
@@ -312,13 +331,19 @@ def first_run(stream: Stream, slot: Slot, siblings: int, slots: int) -> bool:
 
 
 async def _run_slot(
-    shared: PhaseShared, stream: Stream, slot: Slot, siblings: int, gate: StartGate
+    spec: PhaseSpec,
+    state: PhaseState,
+    stream: Stream,
+    slot: Slot,
+    siblings: int,
+    gate: StartGate,
 ) -> None:
     loop = asyncio.get_running_loop()
-    on_loop = runs_on_loop(shared.engine)
+    on_loop = runs_on_loop(spec.engine)
     first: StartGate | None = gate if slot.pending is not None else None
-    while first is not None or not shared.stop.is_set():
-        if shared.deadline_ns and perf_counter_ns() >= shared.deadline_ns:
+    while first is not None or not state.stop.is_set():
+        deadline_ns = state.clock.deadline_ns
+        if deadline_ns and perf_counter_ns() >= deadline_ns:
             return
         run = slot.pending or _take(stream, slot, siblings)
         slot.pending = None
@@ -326,16 +351,16 @@ async def _run_slot(
             return
         slot.busy_since_ns = perf_counter_ns()
         if on_loop:
-            done, error = await _execute_async(shared, slot, run, first)
+            done, error = await _execute_async(spec, state, slot, run, first)
         else:
             done, error = await loop.run_in_executor(
-                shared.executor, _execute, shared, slot, run, first
+                spec.executor, _execute, spec, state, slot, run, first
             )
         first = None
-        _account(shared, slot, done)
+        _account(state, slot, done)
         slot.busy_since_ns = 0
         if error is not None:
-            shared.fail(error)
+            state.fail(error)
             return
         ends = done.ends
         if ends.size < len(run):
@@ -343,11 +368,11 @@ async def _run_slot(
         if ends.size > 1:
             # Hand over a little more than the budget holds at this pace; the rest waits.
             op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (int(ends.size) - 1)
-            slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * shared.batch_ns / op_ns)))
+            slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * spec.batch_ns / op_ns)))
 
 
 async def run_thread(
-    shared: PhaseShared, stream: Stream, slots: list[Slot], gate: StartGate
+    spec: PhaseSpec, state: PhaseState, stream: Stream, slots: list[Slot], gate: StartGate
 ) -> int:
     """Run one thread rank's slots to completion; return the instant its last op ended.
 
@@ -355,6 +380,6 @@ async def run_thread(
     when ``gate`` opens."""
     async with anyio.create_task_group() as group:
         for slot in slots:
-            group.start_soon(_run_slot, shared, stream, slot, len(slots), gate)
+            group.start_soon(_run_slot, spec, state, stream, slot, len(slots), gate)
     finished = max(slot.last_end_ns for slot in slots)
-    return finished if finished else shared.start_ns
+    return finished if finished else state.clock.start_ns

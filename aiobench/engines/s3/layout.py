@@ -27,8 +27,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from aiobench.errors import ConfigError
-from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL, READ, RMDIRS, WRITE, PhaseKind
+from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL, READ, RMDIRS, WRITE, PhaseKind, phase_name
 from aiobench.plan.dirmode import DirLayout, EntryRun, EntryStream
+from aiobench.plan.split import StreamOrder, ThreadSplit
+from aiobench.plan.workload import stream_rng
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
@@ -326,6 +328,30 @@ class BucketLayout(DirLayout):
     @property
     def dir_phases(self) -> bool:
         return True  # the buckets
+
+    def phase_name(self, kind: PhaseKind, rwmix_pct: int | None = None) -> str:
+        """Dir mode's phases as elbencho names them on object storage (MKBUCKETS, ...)."""
+        return phase_name(kind, rwmix_pct, objects=True)
+
+    def streams(
+        self, kind: PhaseKind, phase_index: int, order: StreamOrder, split: ThreadSplit
+    ) -> list[EntryStream]:
+        """Dir mode's streams; ``--rand`` reads are ranged GETs of single blocks
+        (:class:`RandomBlocks`)."""
+        if not (order.rand and kind == READ):
+            return DirLayout.streams(self, kind, phase_index, order, split)
+        count = self.random_reads(order, split.slices)
+        return [
+            RandomBlocks(self, rank, count, stream_rng(order, phase_index, rank))
+            for rank in split.ids
+        ]
+
+    def random_reads(self, order: StreamOrder, slices: int) -> int:
+        """Each thread's ranged GETs of one block under --rand: --randamount over all
+        ``slices`` thread ranks, else as many as its objects have blocks."""
+        if order.randamount_bytes is None:
+            return self.files_per_rank() * max(self.file_size // self.block_size, 1)
+        return order.randamount_bytes // slices // self.block_size
 
     def buckets(self, rank: int) -> range:
         """The PATH indices of thread rank ``rank``'s buckets."""

@@ -1,0 +1,78 @@
+"""A phase's slots, made before its clock starts: ``--iodepth`` per thread, each with its
+buffer allocated and filled (:class:`~aiobench.engines.buffers.SlotBuffer`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from aiobench.config import BenchConfig
+from aiobench.engines.buffers import SlotBuffer
+from aiobench.kinds import WRITE, PhaseKind
+from aiobench.plan.layout import PhaseLayout, Stream
+from aiobench.plan.memory import slots_with_work
+from aiobench.run.worker import Slot
+
+
+def slots_for(
+    cfg: BenchConfig,
+    layout: PhaseLayout,
+    kind: PhaseKind,
+    phase_index: int,
+    streams: Sequence[Stream],
+    depth: int,
+    *,
+    ranks: range,
+    paths: int,
+    check_signal: Callable[[], None],
+) -> list[list[Slot]]:
+    """Each thread's slots (of thread ranks ``ranks``, over ``paths`` targets):
+    ``--iodepth`` of them, or one keeping ``depth`` operations in flight where the engine
+    queues them itself. ``check_signal`` is a safe point of setup."""
+    # Each MPI rank fills its pools from its own stream (one process: ids start at 0).
+    seeds = [cfg.seed, phase_index, (1 << 32) + ranks.start]
+    rng = np.random.default_rng(np.random.SeedSequence(seeds))
+    salt = int(rng.integers(0, 1 << 62))
+    moves_data = layout.moves_data(kind)
+
+    def buffer(rank: int, i: int, stream: Stream) -> SlotBuffer | None:
+        if not moves_data:
+            return None
+        # A slot writes no more than its thread's operations (file mode, not endless).
+        bounded = not layout.dir_mode and not cfg.infloop
+        return SlotBuffer(
+            layout.block_size,
+            for_write=kind == WRITE,
+            rng=rng,
+            stamp_base=salt + ((rank * cfg.iodepth + i) << 40),
+            depth=depth,
+            writes=stream.total_ops if bounded else None,
+        )
+
+    def slot(rank: int, i: int, stream: Stream) -> Slot:
+        per_path = np.zeros((paths, 3), dtype=np.int64) if paths > 1 else None
+        return Slot(buffer(rank, i, stream), per_path=per_path)
+
+    # A slot that can never get an operation gets no memory (the budget counts the same).
+    per_thread = 1 if depth > 1 else cfg.iodepth
+    counts = [slots_with_work(per_thread, s.total_ops, cfg.infloop) for s in streams]
+    slots: list[list[Slot]] = []
+    try:
+        for rank, count, stream in zip(ranks, counts, streams, strict=True):
+            slots.append([])
+            for i in range(count):
+                check_signal()  # filling a buffer of a large block takes a while
+                slots[-1].append(slot(rank, i, stream))
+        check_signal()  # before the phase's setup changes anything
+    except BaseException:
+        close_buffers(slots)
+        raise
+    return slots
+
+
+def close_buffers(slots: list[list[Slot]]) -> None:
+    for rank_slots in slots:
+        for slot in rank_slots:
+            if slot.buffer is not None:
+                slot.buffer.close()

@@ -1,23 +1,36 @@
-"""Builders the test modules share (the CLI runners and mounts are fixtures in conftest)."""
+"""Builders the test modules share: configs, CLI runners, mounts, engines' odds and ends.
+
+The fixtures that use them are in conftest.py; no test module imports another."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Callable
+import time
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import typer
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from markdown_it import MarkdownIt
 
-from aiobench.config import BenchConfig
+from aiobench.cli import app, main
+from aiobench.config import BenchConfig, build_config
 from aiobench.engines import registry
 from aiobench.engines.base import Engine, Job, RawBatch
 from aiobench.engines.null import NullEngine
+from aiobench.engines.posix import FdTargets
 from aiobench.plan.dirmode import DirLayout
 from aiobench.plan.targets import Resolved
 from aiobench.plan.workload import Layout, OpStream, Slice
@@ -25,7 +38,403 @@ from aiobench.results.model import RunResult
 from aiobench.run.phases import RunContext, make_executor
 from aiobench.run.runner import run_benchmark
 from aiobench.stats.recorders import PERCENTILES, LatencySummary
-from tests.conftest import fd_targets
+
+# The tests' data files (real elbencho output, frozen result documents, test vectors).
+DATA = Path(__file__).with_name("data")
+REPO = Path(__file__).resolve().parent.parent  # the checkout
+
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+Listing = dict[str, tuple[str, int, int]]
+
+
+def fd_targets(paths: list[str], fds: list[int]) -> FdTargets:
+    """Targets for a hand-made :class:`~aiobench.engines.python.Job`: descriptors the test opened
+    (and closes)."""
+    targets = FdTargets(paths)
+    targets.fds.extend(fds)
+    return targets
+
+
+def run_aiobench(
+    *args: str, timeout: float = 120, cwd: str | Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m aiobench ARGS`` as a real process; returns the completed process."""
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    return subprocess.run(
+        [sys.executable, "-m", "aiobench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def run_aiobench_rss(
+    *args: str, timeout: float = 120, cwd: str | Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """:func:`run_aiobench`, and the peak RSS of that child alone in bytes (from wait4)."""
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    command = [sys.executable, "-m", "aiobench", *args]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd, text=True)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(command, timeout)
+                time.sleep(0.02)
+        except BaseException:  # the timeout, or the test's own (no child left behind)
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(command, proc.returncode, out.read(), err.read())
+    return done, usage.ru_maxrss * 1024
+
+
+def listing(root: Path) -> Listing:
+    """Every entry below ``root`` with its type, size and modification time."""
+    out: Listing = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath, name)
+            st = path.lstat()
+            kind = "dir" if stat.S_ISDIR(st.st_mode) else "file"
+            out[str(path.relative_to(root))] = (kind, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess[str], needles: list[str]) -> str:
+    """Exit 2, nothing on stdout, exactly one ``Error:`` line naming every needle."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and proc.stderr.endswith("\n"), proc.stderr
+    line = lines[0]
+    assert line.startswith("Error: "), line
+    for needle in needles:
+        assert needle in line, (needle, line)
+    return line
+
+
+def errors_of(validator: Draft202012Validator, doc: object) -> list[str]:
+    """The schema's complaints about ``doc``, each with where it is."""
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def call_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """The console entry point in this process: (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    code = exited.value.code
+    assert isinstance(code, int), code
+    return code, out, err
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(mnt: Path, options: str) -> Iterator[Path]:
+    """A real tmpfs mounted on ``mnt`` (created here) with ``options``; skips without root."""
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode:
+        pytest.skip(f"cannot mount tmpfs: {proc.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+NOBODY = 65534  # the unprivileged uid and gid of nobody/nogroup
+
+
+def _warm_up(args: list[str]) -> None:
+    """Parse ``args`` once, running nothing: typer and pydantic import parts of themselves
+    on first use, which the child cannot do once unprivileged (the install is under /root)."""
+    command = typer.main.get_command(app)
+    with contextlib.suppress(Exception, SystemExit):  # the real run reports it
+        command.make_context("aiobench", list(args))
+    # What the run imports where it needs it (the CLI starts lean, see aiobench.cli); the
+    # standard library is under /root too.
+    for name in (
+        "aiobench.render.outputs",
+        "aiobench.run.runner",
+        "aiobench.render.dryrun",
+        "aiobench.plan.targets",
+        "aiobench.plan.memory",
+        "aiobench.engines.native",
+    ):
+        importlib.import_module(name)
+
+
+def main_as_nobody(*args: str) -> tuple[int, str]:
+    """``aiobench.cli.main(args)`` as uid/gid 65534: (exit code, stderr); skips without root.
+
+    /root is mode 700, so an unprivileged user cannot start the project's Python: a child
+    forked from this process (aiobench imported already) drops its privileges and runs
+    the CLI, its stderr going to a pipe (stdout to /dev/null).
+    """
+    if os.geteuid() != 0:
+        pytest.skip("switching to an unprivileged user needs root")
+    _warm_up(list(args))
+    err_r, err_w = os.pipe()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns when a process with threads forks; the child runs only main().
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 70
+        try:
+            os.close(err_r)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            os.dup2(err_w, 2)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (the child exits below)
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os._exit(code)
+    os.close(err_w)
+    with os.fdopen(err_r, encoding="utf-8", errors="replace") as err:
+        stderr = err.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), stderr
+
+
+class Ext4Loop:
+    """An ext4 filesystem on a loop device, mounted; undone in close() whatever happened."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.backing: str | None = None
+        self.device: str | None = None
+        self.mount: Path | None = None
+        self.frozen = False
+
+    def setup(self, size: int) -> Path:
+        # Backed by memory when /dev/shm is there: no disk writeback stalls of their own.
+        where = "/dev/shm" if os.path.isdir("/dev/shm") else str(self.workdir)
+        fd, self.backing = tempfile.mkstemp(prefix="aiobench-test-", suffix=".img", dir=where)
+        os.ftruncate(fd, size)
+        os.close(fd)
+        made = run_tool("mkfs.ext4", "-q", "-F", self.backing)
+        if made.returncode:
+            pytest.skip(f"mkfs.ext4 failed: {made.stderr.strip()}")
+        loop = run_tool("losetup", "--find", "--show", self.backing)
+        if loop.returncode:
+            pytest.skip(f"no loop device: {loop.stderr.strip()}")
+        self.device = loop.stdout.strip()
+        mnt = self.workdir / "mnt"
+        mnt.mkdir()
+        mounted = run_tool("mount", "-t", "ext4", self.device, str(mnt))
+        if mounted.returncode:
+            pytest.skip(f"cannot mount ext4 from a loop device: {mounted.stderr.strip()}")
+        self.mount = mnt
+        return mnt
+
+    def freeze(self) -> None:
+        assert self.mount is not None
+        self.frozen = True
+        proc = run_tool("fsfreeze", "-f", str(self.mount))
+        if proc.returncode:
+            pytest.skip(f"fsfreeze does not work here: {proc.stderr.strip()}")
+
+    def thaw(self) -> None:
+        if self.frozen and self.mount is not None:
+            run_tool("fsfreeze", "-u", str(self.mount))
+            self.frozen = False
+
+    def close(self) -> None:
+        self.thaw()
+        if self.mount is not None:
+            run_tool("umount", str(self.mount))
+            self.mount = None
+        if self.device is not None:
+            run_tool("losetup", "--detach", self.device)
+            self.device = None
+        if self.backing is not None:
+            os.unlink(self.backing)
+            self.backing = None
+
+
+def run_tool(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), capture_output=True, text=True, check=False, timeout=60)
+
+
+def require_root_tools(why: str, *tools: str) -> None:
+    """Skip the test unless it runs as root with every one of ``tools`` installed."""
+    if os.geteuid() != 0:
+        pytest.skip(f"{why} need root")
+    for tool in tools:
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+
+
+FAULTFS_SCRIPT = Path(__file__).with_name("faultfs.py")
+
+
+FAULTFS_MOUNT_TIMEOUT_S = 30.0  # generous: a busy 2-core machine starts Python slowly
+
+
+def fuse_mounted(mnt: Path) -> bool:
+    """Whether /proc/self/mountinfo lists a faultfs mount on ``mnt`` (touches no mount)."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
+        for line in info:
+            fields, _, fs = line.partition(" - ")
+            if fields.split()[4] == str(mnt) and fs.split()[0] == "fuse.faultfs":
+                return True
+    return False
+
+
+class FaultFs:
+    """Mounts tests/faultfs.py in processes of its own; close() undoes every mount.
+
+    Calling it mounts a fresh passthrough over an empty backing dir and returns the
+    mount point; :meth:`backing` gives the dir behind it, for files put there directly.
+    """
+
+    def __init__(self, workdir: Path, backing_root: Path) -> None:
+        self.workdir = workdir
+        self.backing_root = backing_root
+        self.mounts: list[tuple[Path, subprocess.Popen[bytes]]] = []
+        self.backings: dict[Path, Path] = {}
+
+    def __call__(
+        self,
+        *,
+        eio_offset: int | None = None,
+        eio_file: str | None = None,
+        eio_ops: tuple[str, ...] = ("read", "write"),
+        eio_create_n: int | None = None,
+        eio_mkdir_n: int | None = None,
+        errno_name: str = "EIO",
+    ) -> Path:
+        """A new mount whose reads/writes touching byte ``eio_offset`` of ``eio_file``
+        (relative to the mount; None: any file), whose ``eio_create_n``-th file creation
+        and ``eio_mkdir_n``-th mkdir fail with ``errno_name``."""
+        index = len(self.mounts)
+        backing = self.backing_root / f"fs{index}"
+        mnt = self.workdir / f"faultfs{index}"
+        backing.mkdir()
+        mnt.mkdir()
+        cmd = [sys.executable, str(FAULTFS_SCRIPT), str(backing), str(mnt), "--errno", errno_name]
+        cmd += ["--eio-ops", ",".join(eio_ops)]
+        for flag, value in (
+            ("--eio-offset", eio_offset),
+            ("--eio-file", eio_file),
+            ("--eio-create-n", eio_create_n),
+            ("--eio-mkdir-n", eio_mkdir_n),
+        ):
+            if value is not None:
+                cmd += [flag, str(value)]
+        log = self.workdir / f"faultfs{index}.log"
+        with log.open("wb") as stderr:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr)
+        self.mounts.append((mnt, proc))
+        self.backings[mnt] = backing
+        deadline = time.monotonic() + FAULTFS_MOUNT_TIMEOUT_S
+        while not fuse_mounted(mnt):
+            said = log.read_text(errors="replace").strip()
+            if proc.poll() is not None:
+                if said.startswith("fuse:"):  # libfuse's own words: this machine cannot mount
+                    pytest.skip(f"cannot mount a FUSE filesystem: {said}")
+                pytest.fail(f"faultfs exited with {proc.returncode} before mounting: {said}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"faultfs not mounted after {FAULTFS_MOUNT_TIMEOUT_S:.0f} s: {said}")
+            time.sleep(0.05)
+        return mnt
+
+    def backing(self, mnt: Path) -> Path:
+        """The directory behind the mount ``mnt``."""
+        return self.backings[mnt]
+
+    def close(self) -> None:
+        for mnt, proc in self.mounts:
+            if fuse_mounted(mnt) and run_tool("umount", str(mnt)).returncode:
+                # Busy (a file still open on it): detach it, and stop the server, which
+                # would otherwise go on serving that file until it is closed.
+                run_tool("umount", "-l", str(mnt))
+                proc.terminate()
+            try:
+                proc.wait(timeout=30)  # an unmount ends the server's loop
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if fuse_mounted(mnt):  # the server died under it: the mount is left dangling
+                run_tool("umount", "-l", str(mnt))
+        self.mounts.clear()
+
+
+def make_cfg(paths: list[str], **over: object) -> BenchConfig:
+    """A validated config as the CLI would build it: one 1 MiB write, changed by ``over``."""
+    args: dict[str, object] = dict(
+        paths=paths,
+        write=True,
+        read=False,
+        threads=1,
+        block="1m",
+        size="1m",
+        iodepth=1,
+        direct=False,
+        rand=False,
+        randamount=None,
+        norandalign=False,
+        timelimit=0,
+        label="",
+        nolive=True,
+        seed=1,
+        force=False,
+    )
+    args.update(over)
+    return build_config(**args)  # type: ignore[arg-type]
+
+
+def md_table(text: str) -> tuple[list[str], list[list[str]]]:
+    """The header cells and body rows of the first table in ``text``, as a markdown
+    parser (markdown-it, GitHub's table extension) sees them."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    kinds = [t.type for t in tokens]
+    assert "table_open" in kinds, kinds
+    header: list[str] = []
+    rows: list[list[str]] = []
+    cell: list[str] | None = None
+    for token in tokens[kinds.index("table_open") : kinds.index("table_close")]:
+        if token.type == "tr_open":
+            cell = []
+        elif token.type == "inline" and cell is not None:
+            cell.append(token.content)
+        elif token.type == "tr_close" and cell is not None:
+            if header:
+                rows.append(cell)
+            else:
+                header = cell
+    return header, rows
+
 
 Doc = dict[str, Any]
 

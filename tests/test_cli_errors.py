@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli, assert_usage_error, listing
+from tests.helpers import RunCli, assert_usage_error, listing
 
 MIB = 1 << 20
 LOOP = "/dev/loop0"

@@ -11,7 +11,7 @@ import typer
 from aiobench import __version__
 from aiobench.cli import app
 from aiobench.helptext import EXAMPLES, PANELS
-from tests.conftest import RunCli, call_main
+from tests.helpers import RunCli, call_main
 
 PANEL_TITLES = [title for title, _ in PANELS]
 

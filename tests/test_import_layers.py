@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "aiobench"
+from tests.helpers import REPO
+
+PACKAGE = REPO / "aiobench"
 
 # The modules that may stay at the top of the package (the face: CLI, options, config and
 # what every part shares); every other module lives in the folder of its part.

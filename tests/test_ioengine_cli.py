@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.config import native_built
 from aiobench.results.schema import load_schema
-from tests.conftest import RunCli
+from tests.helpers import RunCli
 
 INTERPRETER_NOTE = "share one Python interpreter"
 FALLBACK_NOTE = "the native engine is not built here"

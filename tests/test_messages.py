@@ -12,8 +12,7 @@ from aiobench.plan.targets import Resolved
 from aiobench.results.model import PhaseResult, RunResult, Totals
 from aiobench.run.runner import skipped_note
 from aiobench.stats.recorders import LatencyRecorder
-from tests.conftest import RunCli, make_cfg
-from tests.helpers import resolved_for
+from tests.helpers import RunCli, make_cfg, resolved_for
 
 
 @pytest.mark.parametrize("option", ["-d", "--stat", "-F", "-D"])

@@ -25,7 +25,7 @@ import typer
 from typer.core import TyperOption
 
 import aiobench.cli
-from tests.conftest import call_main, listing, mounted_tmpfs
+from tests.helpers import call_main, listing, mounted_tmpfs
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
 
@@ -36,9 +36,9 @@ BASE_SEED = int(os.environ.get("AIOBENCH_FUZZ_SEED", "12012"))
 EXIT_CODES = {0, 1, 2, 130, 143}
 # A valid line here moves at most a few MiB with blocks of 1 MiB at most; far below this.
 MAX_RSS = 1536 << 20
-# Left out, with the reason: --mpi starts MPI inside the test process (tests/test_mpi.py
+# Left out, with the reason: --mpi starts MPI inside the test process (tests/run/test_mpi.py
 # runs it under mpirun); --dropcache as root empties the page cache of the whole machine;
-# --hosts/--hostsfile replace the process with mpirun (tests/test_hosts.py runs them);
+# --hosts/--hostsfile replace the process with mpirun (tests/run/test_hosts.py runs them);
 # --install-completion writes the user's shell start-up files (tests/test_completion.py
 # runs both completion options with a HOME of their own).
 EXCLUDED = {

@@ -17,7 +17,7 @@ from aiobench.options import Opt, declared, parsed, table_options
 from aiobench.render.table import TableOptions
 from aiobench.results.schema import load_schema
 from aiobench.results.schema.config import SCHEMA_FILE, disagreements, with_new_keys
-from tests.conftest import make_cfg
+from tests.helpers import make_cfg
 
 OPTIONS = [opt for _, opt in declared(BenchConfig)] + list(LAUNCH_OPTIONS)
 

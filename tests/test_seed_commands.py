@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RunCli
+from tests.helpers import RunCli
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
 
@@ -48,7 +48,7 @@ def parse_table(stdout: str) -> dict[str, dict[str, tuple[str, str]]]:
     assert stdout.startswith(HEADER), stdout[:200]
     blocks: dict[str, dict[str, tuple[str, str]]] = {}
     current: dict[str, tuple[str, str]] | None = None
-    in_targets = False  # the per-target report has its own layout (tests/test_pertarget.py)
+    in_targets = False  # the per-target report has its own layout (tests/stats/test_pertarget.py)
     for line in stdout[len(HEADER) :].splitlines():
         if line == "---":
             current, in_targets = None, False

@@ -7,7 +7,7 @@ older document lacks says what its absence means (``missing``), so version 1 and
 documents load as version 3 ones. Adding a field is one row here, beside the field in
 :mod:`aiobench.results.model`, plus the published schema
 (aiobench/results/schema/result.schema.json):
-``tests/test_results_json.py`` holds every table to the schema and every field to a round
+``tests/results/test_results_json.py`` holds every table to the schema and every field to a round
 trip. SCHEMA_VERSION and its history live with the model.
 """
 

@@ -1,0 +1,301 @@
+"""Phase runner on the null engine: first/last-done math, exactness, in-flight peak."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from time import perf_counter_ns
+
+import anyio
+import numpy as np
+import pytest
+
+from aiobench.engines.base import Engine, Job, RawBatch
+from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.gate import StartGate
+from aiobench.engines.null import NullEngine
+from aiobench.kinds import READ
+from aiobench.plan.layout import Stream
+from aiobench.plan.workload import Layout, OpRun, Slice
+from aiobench.run.phases import PhaseRun, run_phase
+from aiobench.run.worker import Done, PhaseState, Slot, first_done_floor
+from aiobench.run.worker import _account as account
+from tests.helpers import RecordingEngine, context, fd_targets, make_cfg, stream
+
+
+async def test_first_done_counts_all_threads_at_the_first_finish(tmp_path: Path) -> None:
+    # Thread 0 works on path 0 (1 ms per op), thread 1 on path 1 (3 ms per op): thread 0
+    # finishes first, when thread 1 has done about a third of its work.
+    cfg = make_cfg(
+        [str(tmp_path / "a"), str(tmp_path / "b")],
+        threads=2,
+        block="4k",
+        size="400k",
+        write=False,
+        read=True,
+    )
+    layout = Layout((100 * 4096, 100 * 4096), 4096)
+    engine = RecordingEngine({0: 1_000_000, 1: 3_000_000})
+    ctx = context(cfg, layout, engine)
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    first, last = phase.first_done, phase.last_done
+    assert last.ops == 200 and last.bytes == 200 * 4096
+    assert first.elapsed_ns < last.elapsed_ns
+    # Exact: the snapshot equals the number of operations that ended by the first finish.
+    first_finish = max(end for index, end in engine.ends if index == 0)
+    ended_by_then = sum(1 for _, end in engine.ends if end <= first_finish)
+    assert first.ops == ended_by_then
+    assert first.bytes == ended_by_then * 4096
+    # Thread 1 had done some of its work, not all (sleeps overrun on a busy machine, so
+    # no tighter window: the exact count is checked above).
+    assert 100 < first.ops < 200
+    assert phase.threads[0].ops == 100 and phase.threads[1].ops == 100
+    assert phase.threads[0].elapsed_ns == first.elapsed_ns
+    assert phase.threads[1].elapsed_ns == last.elapsed_ns
+    # Rates follow the truncating elbencho formula.
+    assert first.iops == int(first.ops * 1e6 / (first.elapsed_ns // 1000))
+    assert phase.io_latency.count == 200
+    assert 1_000_000 <= phase.io_latency.min_ns < 3_000_000 <= phase.io_latency.max_ns
+
+
+class LateReport(RecordingEngine):
+    """Path 0's runs end their operations early but return late, as a thread that waits
+    for the interpreter's lock after its last operation: it is seen to finish last."""
+
+    def run(self, job: Job) -> RawBatch:
+        batch = super().run(job)
+        if job.ops.path_index == 0:
+            time.sleep(0.4)
+        return batch
+
+
+async def test_first_done_is_the_earliest_finish_not_the_first_one_seen(tmp_path: Path) -> None:
+    cfg = make_cfg(
+        [str(tmp_path / "a"), str(tmp_path / "b")],
+        threads=2,
+        block="4k",
+        size="80k",
+        write=False,
+        read=True,
+    )
+    layout = Layout((20 * 4096, 20 * 4096), 4096)
+    engine = LateReport({0: 1_000_000, 1: 10_000_000})  # thread 0: ~20 ms, thread 1: ~200 ms
+    ctx = context(cfg, layout, engine)
+    try:
+        phase, tally = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    first, last = phase.first_done, phase.last_done
+    finish_0 = max(end for index, end in engine.ends if index == 0)
+    finish_1 = max(end for index, end in engine.ends if index == 1)
+    assert finish_0 < finish_1  # thread 0 ended first, though it was seen to end last
+    assert first.elapsed_ns == phase.threads[0].elapsed_ns == finish_0 - tally.start_ns
+    assert first.ops == sum(1 for _, end in engine.ends if end <= finish_0)
+    assert 20 <= first.ops < 40 and last.ops == 40
+    assert phase.threads[1].elapsed_ns == last.elapsed_ns
+
+
+@pytest.mark.parametrize(("threads", "iodepth"), [(2, 16), (2, 1)])
+async def test_peak_inflight_is_threads_times_iodepth(
+    tmp_path: Path, threads: int, iodepth: int
+) -> None:
+    cfg = make_cfg(
+        [str(tmp_path / "a")],
+        threads=threads,
+        iodepth=iodepth,
+        block="4k",
+        size="256k",
+        write=False,
+        read=True,
+    )
+    layout = Layout((64 * 4096,), 4096)
+    # 50 ms per operation: far longer than the loop needs to dispatch all slots, even on a
+    # loaded machine.
+    ctx = context(cfg, layout, NullEngine(lambda _: 50_000_000))
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert phase.peak_inflight_ops == threads * iodepth
+    assert phase.last_done.ops == 64
+
+
+async def test_time_limit_stops_the_phase(tmp_path: Path) -> None:
+    cfg = make_cfg(
+        [str(tmp_path / "a")], threads=2, block="4k", size="4m", write=False, read=True, timelimit=1
+    )
+    layout = Layout((1024 * 4096,), 4096)
+    ctx = context(cfg, layout, NullEngine(lambda _: 5_000_000))
+    started = perf_counter_ns()
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    took = perf_counter_ns() - started
+    assert 1_000_000_000 <= took < 1_500_000_000
+    assert phase.time_limited
+    assert 0 < phase.last_done.ops < 1024
+    assert 950_000_000 <= phase.last_done.elapsed_ns < 1_200_000_000
+
+
+async def test_stop_request_ends_the_phase_quickly(tmp_path: Path) -> None:
+    cfg = make_cfg([str(tmp_path / "a")], threads=2, block="4k", size="4m", write=False, read=True)
+    layout = Layout((1024 * 4096,), 4096)
+    ctx = context(cfg, layout, NullEngine(lambda _: 5_000_000))
+    timer = threading.Timer(0.3, ctx.stop.set)
+    timer.start()
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+        timer.cancel()
+    assert phase.interrupted
+    assert 0 < phase.last_done.ops < 1024
+    assert phase.last_done.elapsed_ns < 600_000_000
+
+
+class FirstCalls(NullEngine):
+    """The null engine, keeping when each executor thread's first operation started."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda _: 1_000_000)
+        self.first: dict[int, int] = {}
+        self.lock = threading.Lock()
+
+    def run(self, job: Job) -> RawBatch:
+        batch = super().run(job)
+        with self.lock:
+            self.first.setdefault(threading.get_ident(), int(batch.starts[0]))
+        return batch
+
+
+async def test_every_slot_is_ready_before_the_clock_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """64 threads x 2 slots: all 128 first runs wait at the gate when the clock starts,
+    and no operation runs before it (the ramp-up is untimed, reported as startup_ns)."""
+    opened: list[tuple[int, int]] = []  # (arrived, expected) when the gate opened
+
+    class Gate(StartGate):
+        def open(self, start_ns: int, deadline_ns: int, *, stopped: bool) -> None:
+            opened.append((self._arrived, self.expected))
+            super().open(start_ns, deadline_ns, stopped=stopped)
+
+    monkeypatch.setattr("aiobench.run.phases.StartGate", Gate)
+    cfg = make_cfg(
+        [str(tmp_path / "a")], threads=64, iodepth=2, block="4k", size="2m", read=True,
+        write=False,
+    )  # fmt: skip
+    engine = FirstCalls()
+    ctx = context(cfg, Layout((512 * 4096,), 4096), engine)
+    try:
+        phase, tally = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert opened == [(128, 128)]
+    assert len(engine.first) == 128  # one executor thread per slot, each ran a job
+    assert min(engine.first.values()) >= tally.start_ns
+    assert phase.last_done.ops == 512
+    assert phase.startup_ns > 0
+
+
+async def test_direct_io_at_depth_runs_one_queued_slot_per_thread(
+    tmp_path: Path, io_engine: Engine
+) -> None:
+    """--direct --iodepth 8: the native engine keeps the 8 operations of each thread in
+    flight from one slot (Linux AIO); the Python engine runs 8 slots. Both do all the
+    work, and 2 x 8 operations are in flight at the peak either way."""
+    target = tmp_path / "f"
+    target.write_bytes(bytes(range(256)) * 4096)  # 1 MiB
+    cfg = make_cfg(
+        [str(target)], threads=2, iodepth=8, block="4k", size="1m", direct=True, read=True,
+        write=False, rand=True, randamount="64m",
+    )  # fmt: skip
+    fd = os.open(target, os.O_RDONLY | os.O_DIRECT)
+    ctx = context(cfg, Layout((1 << 20,), 4096), io_engine, [fd])
+    try:
+        run = PhaseRun(ctx, READ, 0)
+        phase, tally = await run.run()
+    finally:
+        ctx.executor.shutdown()
+        os.close(fd)
+    assert tally.error is None
+    assert run.spec.depth == (8 if io_engine.name == "native" else 1)
+    assert phase.last_done.ops == 64 * 256 and phase.io_latency.count == 64 * 256
+    assert phase.peak_inflight_ops == 16
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+async def test_first_runs_wait_at_the_gate_inside_the_engine(
+    tmp_path: Path, io_engine: Engine, stopped: bool
+) -> None:
+    """Sixteen gated runs wait in the engine (the native one inside its C call) until the
+    gate opens; none starts an operation before, and with ``stopped`` none runs at all.
+    (The native release fans out, each released run waking two more: all 16 start.)"""
+    target = tmp_path / "f"
+    target.write_bytes(bytes(64 * 4096))
+    fd = os.open(target, os.O_RDONLY)
+    gate = StartGate(16)
+    buffers = [
+        SlotBuffer(4096, for_write=False, rng=np.random.default_rng(i), stamp_base=0)
+        for i in range(16)
+    ]
+    targets = fd_targets([str(target)], [fd])
+    ops = OpRun(0, list(range(0, 64 * 4096, 4096)), 4096)
+    jobs = [Job(READ, targets, ops, b, 50_000_000, gate=gate) for b in buffers]
+    try:
+        with ThreadPoolExecutor(16) as pool:
+            futures = [pool.submit(io_engine.run, job) for job in jobs]
+            for job in jobs:
+                assert job.gate is not None
+                job.gate.register()
+            await gate.all_arrived()
+            await anyio.sleep(0.05)  # long enough for a run that did not wait to finish
+            assert not any(f.done() for f in futures)
+            start = perf_counter_ns()
+            gate.open(start, 0, stopped=stopped)
+            batches = [f.result(timeout=60) for f in futures]
+    finally:
+        os.close(fd)
+        for b in buffers:
+            b.close()
+    for batch in batches:
+        assert batch.error is None
+        assert len(batch.ends) == (0 if stopped else 64)
+        assert all(int(s) >= start for s in batch.starts)
+
+
+def test_slots_keep_only_the_runs_first_done_may_still_fall_in() -> None:
+    """FIRST DONE's floor is the earliest finish so far or an unfinished thread's last
+    end; runs ended before it are dropped, and once it is final each slot keeps only its
+    counts at FIRST DONE."""
+    layout = Layout((64 * 4096,), 4096)
+    streams: list[Stream] = [stream(layout, Slice(0, 32)), stream(layout, Slice(32, 32))]
+    slots = [[Slot(None)], [Slot(None)]]
+    state = PhaseState()
+
+    def done(first: int, ends: list[int]) -> Done:
+        run = OpRun(0, [first * 4096] * len(ends), 4096)
+        at = np.array(ends, dtype=np.int64)
+        return Done(run, at, np.zeros(0, dtype=np.int64), np.ones_like(at), None)
+
+    for end in (10, 20, 30):
+        account(state, slots[0][0], done(0, [end - 5, end]))
+        account(state, slots[1][0], done(32, [end + 1]))
+    first_done_floor(state, streams, slots, [0, 0])
+    assert state.floor_ns == 30 and not state.first_done_final  # thread 0's last end
+    account(state, slots[1][0], done(32, [40]))
+    assert len(slots[1][0].ring) == 2  # (31, 40): 11 and 21 ended before anything can
+    # Thread 0 is seen to finish at 30; thread 1 has got past it: FIRST DONE is final.
+    state.first_done_ns = 30
+    first_done_floor(state, streams, slots, [30, 0])
+    assert state.first_done_final
+    account(state, slots[1][0], done(32, [50]))
+    assert slots[1][0].snapshot == (2, 2 * 4096, 0, 0, 0) and not slots[1][0].ring  # 11, 21
+    assert slots[0][0].snapshot_at(30) == (6, 6 * 4096, 0, 0, 0)

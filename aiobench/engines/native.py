@@ -177,6 +177,7 @@ def _file_spec(job: Job, ops: OpRun, buf: SlotBuffer) -> _native.Spec:
 
 
 def _phase_spec(job: Job, ops: OpRun, buf: SlotBuffer, key: object) -> _native.Spec:
+    """The part of a file-mode spec that ``key`` fixes: kind, pacing, pattern, refill, depth."""
     opts, mix, length = job.options, ops.mix, ops.length
     reading = job.kind == READ
     rate, salt, pct = opts.rate_bytes_per_s, opts.verify, opts.block_var_pct

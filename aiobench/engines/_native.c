@@ -1,12 +1,18 @@
 /* aiobench.engines._native: the native engine's hot loops, each run of operations in one call.
  *
+ * Every entry point has one shape: (slot, spec). The slot (Slot, made once per slot by
+ * SlotBuffer) holds the slot's memory and buffer state, which the loops advance in place;
+ * the spec (Spec) says what the call runs: targets, operations, budget, output arrays, and
+ * it carries back what the call ended with.
+ *
  * Every loop runs with the GIL released and times each operation with
  * clock_gettime(CLOCK_MONOTONIC), the clock of time.perf_counter_ns on Linux, so these
  * instants mix with Python's. Results go into int64 arrays the caller preallocated; a
- * failure comes back as numbers (status, index, errno, short count, offset, words) that
- * aiobench/engines/native.py words exactly as the Python engine (aiobench/engines/python.py) does. That
- * engine is the reference: every loop here mirrors one of its loops step by step, and the
- * order of untimed steps (stamping, pattern, refill, read back, check) is the same.
+ * failure comes back as numbers in the spec (status, index, errno, short count, offset,
+ * words) that aiobench/engines/native.py words exactly as the Python engine
+ * (aiobench/engines/python.py) does. That engine is the reference: every loop here mirrors
+ * one of its loops step by step, and the order of untimed steps (stamping, pattern,
+ * refill, read back, check) is the same.
  *
  * Only Python's C API and Linux syscalls: native AIO is reached through syscall(2) with
  * <linux/aio_abi.h>, no libaio. Every size and index given is checked before the GIL is
@@ -15,6 +21,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <endian.h>
 #include <errno.h>
@@ -180,14 +187,14 @@ typedef struct {
     int count;
 } Views;
 
-/* A C-contiguous buffer of ``obj`` (None: empty), of items of ``itemsize`` bytes. */
+/* A C-contiguous buffer of ``obj`` (None or unset: empty), of items of ``itemsize`` bytes. */
 static int
 take(Views *v, PyObject *obj, int writable, Py_ssize_t itemsize, const char *what,
      void **ptr, Py_ssize_t *items)
 {
     *ptr = NULL;
     *items = 0;
-    if (obj == Py_None)
+    if (obj == NULL || obj == Py_None)
         return 0;
     if (v->count == MAX_VIEWS) {
         PyErr_SetString(PyExc_SystemError, "aiobench.engines._native: too many buffers");
@@ -215,44 +222,256 @@ release(Views *v)
         PyBuffer_Release(&v->views[--v->count]);
 }
 
+/* -- the slot: its memory and buffer state, kept from run to run (SlotBuffer.state) ---- */
+
+/* One slot's state: its read memory (``depth`` areas of ``read_area`` bytes) and write
+ * pool, both held as buffers from construction to close(); the pool's geometry; its
+ * position (next window, next stamp); and the SFC64 state of --blockvarpct. The loops
+ * advance it in place, and the Python engine reads and advances the same fields as
+ * attributes, so the two engines can take turns on one slot.
+ *
+ * An extension type rather than a numpy array of these numbers: it holds the memory's
+ * buffers for the slot's life (none to acquire per call), refuses a second call on the
+ * slot while one runs without the GIL, and its close() and dealloc can undo C resources
+ * before the memory goes. That is where a slot's Linux AIO context and in-flight
+ * operations will live once they carry over from one native run to the next (issue #28,
+ * the slot staying on one executor thread): close() then reaps them (io_destroy waits for
+ * them) before it releases the memory they read into or write from. */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer read;          /* the read memory (.obj NULL once closed) */
+    Py_buffer pool;          /* the write pool (.obj NULL: the slot only reads) */
+    Py_ssize_t read_area;    /* bytes from one read area's start to the next */
+    Py_ssize_t depth;        /* read areas */
+    Py_ssize_t window_words; /* 64-bit words from one pool window's start to the next */
+    Py_ssize_t windows;
+    Py_ssize_t stamps; /* stamps per block, STAMP_SPACING apart */
+    unsigned long long next_window;
+    unsigned long long next_stamp;
+    uint64_t sfc[4]; /* numpy SFC64's state words */
+    int busy;        /* a call is using the slot (its memory, without the GIL) */
+} SlotObject;
+
+static PyTypeObject SlotType;
+
+/* The checks the pool must pass for blocks of up to ``length`` bytes from its next window
+ * (its geometry is checked once, when the slot is made; the position is settable). */
+static int
+pool_check(const SlotObject *s, Py_ssize_t length)
+{
+    if (s->pool.obj == NULL) {
+        PyErr_SetString(PyExc_ValueError, "write pool: the slot has none");
+        return -1;
+    }
+    Py_ssize_t last = (s->windows - 1) * s->window_words * 8;
+    Py_ssize_t stamped = (s->stamps - 1) * STAMP_SPACING + 8;
+    Py_ssize_t reach = length > stamped ? length : stamped;
+    if (reach > s->pool.len || last > s->pool.len - reach ||
+        s->next_window >= (unsigned long long)s->windows) {
+        PyErr_Format(PyExc_ValueError,
+                     "write pool: %zd windows of %zd bytes (next %llu) exceed its %zd bytes",
+                     s->windows, reach, s->next_window, s->pool.len);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+sfc_set(SlotObject *s, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "sfc: cannot be deleted");
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(value, "sfc: four 64-bit words");
+    if (seq == NULL)
+        return -1;
+    uint64_t words[4];
+    int ok = PySequence_Fast_GET_SIZE(seq) == 4;
+    for (Py_ssize_t k = 0; ok && k < 4; k++) {
+        PyObject *word = PyNumber_Index(PySequence_Fast_GET_ITEM(seq, k)); /* (numpy's too) */
+        words[k] = word ? PyLong_AsUnsignedLongLong(word) : 0;
+        ok = word != NULL && !PyErr_Occurred();
+        Py_XDECREF(word);
+    }
+    Py_DECREF(seq);
+    if (!ok) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "sfc: four 64-bit words");
+        return -1;
+    }
+    memcpy(s->sfc, words, sizeof words);
+    return 0;
+}
+
+static PyObject *
+sfc_get(SlotObject *s, void *closure)
+{
+    return Py_BuildValue("(KKKK)", (unsigned long long)s->sfc[0], (unsigned long long)s->sfc[1],
+                         (unsigned long long)s->sfc[2], (unsigned long long)s->sfc[3]);
+}
+
+static PyObject *
+closed_get(SlotObject *s, void *closure)
+{
+    return PyBool_FromLong(s->read.obj == NULL);
+}
+
+static void
+slot_release(SlotObject *s)
+{
+    if (s->read.obj)
+        PyBuffer_Release(&s->read);
+    if (s->pool.obj)
+        PyBuffer_Release(&s->pool);
+}
+
+static PyObject *
+slot_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"read_mem", "read_area", "depth",  "pool", "window_words",
+                             "windows",  "stamps",    "next_stamp", "sfc",  NULL};
+    PyObject *read_o, *pool_o = Py_None, *sfc_o = Py_None;
+    Py_ssize_t read_area, depth, window_words = 0, windows = 0, stamps = 1;
+    unsigned long long next_stamp = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Onn|$OnnnKO:Slot", kwlist, &read_o,
+                                     &read_area, &depth, &pool_o, &window_words, &windows,
+                                     &stamps, &next_stamp, &sfc_o))
+        return NULL;
+    SlotObject *s = (SlotObject *)type->tp_alloc(type, 0);
+    if (s == NULL)
+        return NULL;
+    s->read_area = read_area;
+    s->depth = depth;
+    s->window_words = window_words;
+    s->windows = windows;
+    s->stamps = stamps;
+    s->next_stamp = next_stamp;
+    if ((sfc_o != Py_None && sfc_set(s, sfc_o, NULL) < 0) ||
+        PyObject_GetBuffer(read_o, &s->read, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0 ||
+        (pool_o != Py_None &&
+         PyObject_GetBuffer(pool_o, &s->pool, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0))
+        goto fail;
+    if (depth < 1 || read_area < 0 || read_area > s->read.len / depth) {
+        PyErr_SetString(PyExc_ValueError, "read_mem: shorter than depth areas of read_area bytes");
+        goto fail;
+    }
+    if (s->pool.obj &&
+        (windows < 1 || stamps < 1 || window_words < 0 ||
+         window_words > PY_SSIZE_T_MAX / 8 / windows || stamps > PY_SSIZE_T_MAX / STAMP_SPACING)) {
+        PyErr_SetString(PyExc_ValueError, "write pool: malformed");
+        goto fail;
+    }
+    if (s->pool.obj && pool_check(s, 0) < 0)
+        goto fail;
+    return (PyObject *)s;
+fail:
+    Py_DECREF(s);
+    return NULL;
+}
+
+static void
+slot_dealloc(SlotObject *s)
+{
+    slot_release(s);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *
+slot_close(SlotObject *s, PyObject *unused)
+{
+    if (s->busy) {
+        PyErr_SetString(PyExc_BufferError, "slot: a call is using it");
+        return NULL;
+    }
+    slot_release(s);
+    Py_RETURN_NONE;
+}
+
+/* A call takes the slot for itself: open, and not in use by another call. */
+static int
+slot_enter(SlotObject *s)
+{
+    if (s->read.obj == NULL || s->busy) {
+        PyErr_SetString(PyExc_ValueError, s->busy ? "slot: another call is using it"
+                                                  : "slot: closed");
+        return -1;
+    }
+    s->busy = 1;
+    return 0;
+}
+
+static PyMemberDef slot_members[] = {
+    {"read_area", T_PYSSIZET, offsetof(SlotObject, read_area), READONLY,
+     "bytes from one read area's start to the next"},
+    {"depth", T_PYSSIZET, offsetof(SlotObject, depth), READONLY, "read areas"},
+    {"window_words", T_PYSSIZET, offsetof(SlotObject, window_words), READONLY,
+     "64-bit words from one pool window's start to the next"},
+    {"windows", T_PYSSIZET, offsetof(SlotObject, windows), READONLY, "pool windows"},
+    {"stamps", T_PYSSIZET, offsetof(SlotObject, stamps), READONLY, "stamps per block"},
+    {"next_window", T_ULONGLONG, offsetof(SlotObject, next_window), 0,
+     "the pool window the next stamped write takes"},
+    {"next_stamp", T_ULONGLONG, offsetof(SlotObject, next_stamp), 0,
+     "the stamp of the next stamped write's first 4 KiB"},
+    {NULL},
+};
+
+static PyGetSetDef slot_getset[] = {
+    {"sfc", (getter)sfc_get, (setter)sfc_set,
+     "--blockvarpct: the SFC64 generator's state (numpy's state['state']['state'])", NULL},
+    {"closed", (getter)closed_get, NULL, "whether close() released the memory", NULL},
+    {NULL},
+};
+
+static PyMethodDef slot_methods[] = {
+    {"close", (PyCFunction)slot_close, METH_NOARGS,
+     "close()\n\nRelease the slot's memory (BufferError while a call is using it)."},
+    {NULL},
+};
+
+PyDoc_STRVAR(slot_doc,
+"Slot(read_mem, read_area, depth, *, pool=None, window_words=0, windows=0, stamps=1,\n"
+"     next_stamp=0, sfc=None)\n\n"
+"A slot's memory and buffer state, advanced in place by the calls given it.");
+
+static PyTypeObject SlotType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aiobench.engines._native.Slot",
+    .tp_basicsize = sizeof(SlotObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = slot_doc,
+    .tp_new = slot_new,
+    .tp_dealloc = (destructor)slot_dealloc,
+    .tp_members = slot_members,
+    .tp_getset = slot_getset,
+    .tp_methods = slot_methods,
+};
+
 /* -- the write pool: stamped windows (SlotBuffer.next_block) -------------------------- */
 
+/* A run's copy of the slot's pool position: the loops keep it in locals (their stores into
+ * the pool could alias the slot), pool_keep writes it back. */
 typedef struct {
     uint8_t *base;
     Py_ssize_t window_bytes; /* from one window's start to the next */
     Py_ssize_t windows;
-    Py_ssize_t stamps;  /* stamps per block, STAMP_SPACING apart */
-    uint64_t window;    /* the next window */
-    uint64_t stamp;     /* the next stamp */
+    Py_ssize_t stamps; /* stamps per block, STAMP_SPACING apart */
+    uint64_t window;   /* the next window */
+    uint64_t stamp;    /* the next stamp */
 } Pool;
 
-/* The checks SlotBuffer's numbers must pass for blocks of up to ``length`` bytes. */
+/* The slot's pool for blocks of up to ``length`` bytes (pool_check), or -1. */
 static int
-pool_init(Pool *p, uint8_t *base, Py_ssize_t bytes, Py_ssize_t window_words,
-          Py_ssize_t windows, Py_ssize_t stamps, uint64_t *state, Py_ssize_t state_items,
-          Py_ssize_t length)
+pool_take(Pool *p, const SlotObject *s, Py_ssize_t length)
 {
-    if (base == NULL || state == NULL || state_items < 2 || windows < 1 || stamps < 1 ||
-        window_words < 0 || window_words > PY_SSIZE_T_MAX / 8 / windows ||
-        stamps > PY_SSIZE_T_MAX / STAMP_SPACING) {
-        PyErr_SetString(PyExc_ValueError, "write pool: missing or malformed");
+    if (pool_check(s, length) < 0)
         return -1;
-    }
-    Py_ssize_t last = (windows - 1) * window_words * 8;
-    Py_ssize_t stamped = (stamps - 1) * STAMP_SPACING + 8;
-    Py_ssize_t reach = length > stamped ? length : stamped;
-    if (reach > bytes || last > bytes - reach || state[0] >= (uint64_t)windows) {
-        PyErr_Format(PyExc_ValueError,
-                     "write pool: %zd windows of %zd bytes (next %llu) exceed its %zd bytes",
-                     windows, reach, (unsigned long long)state[0], bytes);
-        return -1;
-    }
-    p->base = base;
-    p->window_bytes = window_words * 8;
-    p->windows = windows;
-    p->stamps = stamps;
-    p->window = state[0];
-    p->stamp = state[1];
+    p->base = s->pool.buf;
+    p->window_bytes = s->window_words * 8;
+    p->windows = s->windows;
+    p->stamps = s->stamps;
+    p->window = s->next_window;
+    p->stamp = s->next_stamp;
     return 0;
 }
 
@@ -269,10 +488,178 @@ pool_next(Pool *p)
 }
 
 static void
-pool_save(const Pool *p, uint64_t *state)
+pool_keep(SlotObject *s, const Pool *p)
 {
-    state[0] = p->window;
-    state[1] = p->stamp;
+    s->next_window = p->window;
+    s->next_stamp = p->stamp;
+}
+
+/* -- the run spec: what one call runs, and what it ended with ------------------------- */
+
+/* One type for every entry point, each reading the fields it needs. The numbers are kept
+ * as C values (a call parses nothing), the arrays as objects whose buffers a call takes.
+ * aiobench/engines/native.py makes a spec once per phase and slot (file mode: only the
+ * operations, budget and output arrays change from run to run) or once per job (dir
+ * mode) and sets the fields that change before each call. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *key; /* the caller's: what the spec was made for */
+    PyObject *fds, *offsets, *starts, *ends, *intended, *gate, *leaves, *io_starts, *io_ends,
+        *stop;
+    int fd, dfd, op, flags, mode, mix_pct, err;
+    char reading, verify, verify_direct, tolerate;
+    Py_ssize_t length, depth, var_words, size, block, first, n, n_io, done, index;
+    long long mix_base, first_seq, schedule_ns, until_ns, deadline_ns;
+    unsigned long long salt, a, b, c;
+    double ns_per_op;
+} SpecObject;
+
+static PyTypeObject SpecType;
+
+#define SPEC_OBJECTS(X)                                                                     \
+    X(key) X(fds) X(offsets) X(starts) X(ends) X(intended) X(gate) X(leaves) X(io_starts)  \
+    X(io_ends) X(stop)
+
+static PyObject *
+spec_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    SpecObject *sp = (SpecObject *)type->tp_alloc(type, 0);
+    if (sp == NULL)
+        return NULL;
+    /* The defaults that are not 0: no fd, no --rwmixpct, no --blockvarpct, no budget. */
+    sp->fd = sp->dfd = -1;
+    sp->mix_pct = -1;
+    sp->var_words = -1;
+    sp->depth = 1;
+    sp->until_ns = sp->deadline_ns = LLONG_MAX;
+    return (PyObject *)sp;
+}
+
+/* Spec(**fields): each keyword sets the field of its name. */
+static int
+spec_init(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_TypeError, "Spec() takes keyword arguments only");
+        return -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *name, *value;
+    while (kwargs && PyDict_Next(kwargs, &pos, &name, &value))
+        if (PyObject_SetAttr(self, name, value) < 0)
+            return -1;
+    return 0;
+}
+
+static int
+spec_traverse(SpecObject *sp, visitproc visit, void *arg)
+{
+#define VISIT(field) Py_VISIT(sp->field);
+    SPEC_OBJECTS(VISIT)
+#undef VISIT
+    return 0;
+}
+
+static int
+spec_clear(SpecObject *sp)
+{
+#define CLEAR(field) Py_CLEAR(sp->field);
+    SPEC_OBJECTS(CLEAR)
+#undef CLEAR
+    return 0;
+}
+
+static void
+spec_dealloc(SpecObject *sp)
+{
+    PyObject_GC_UnTrack(sp);
+    spec_clear(sp);
+    Py_TYPE(sp)->tp_free((PyObject *)sp);
+}
+
+#define SPEC_FIELD(name, type, flags, doc) {#name, type, offsetof(SpecObject, name), flags, doc}
+
+static PyMemberDef spec_members[] = {
+    SPEC_FIELD(key, T_OBJECT, 0, "the caller's: what the spec was made for"),
+    /* file mode */
+    SPEC_FIELD(fd, T_INT, 0, "the fd of every operation (when fds is None)"),
+    SPEC_FIELD(fds, T_OBJECT, 0, "int32 array: an fd per operation, or None"),
+    SPEC_FIELD(offsets, T_OBJECT, 0, "int64 array: each operation's offset"),
+    SPEC_FIELD(length, T_PYSSIZET, 0, "bytes per operation"),
+    SPEC_FIELD(reading, T_BOOL, 0, "reads (else writes), unless mix_pct says"),
+    SPEC_FIELD(mix_pct, T_INT, 0, "--rwmixpct: operation i reads if (mix_base + i) % 100 < it; -1: none"),
+    SPEC_FIELD(mix_base, T_LONGLONG, 0, "--rwmixpct: the thread's rank + first_seq"),
+    SPEC_FIELD(ns_per_op, T_DOUBLE, 0, "pacing: ns from one due start to the next; 0: none"),
+    SPEC_FIELD(schedule_ns, T_LONGLONG, 0, "pacing: when the thread's operation 0 was due"),
+    SPEC_FIELD(first_seq, T_LONGLONG, 0, "pacing: the thread's count of operations before"),
+    SPEC_FIELD(verify, T_BOOL, 0, "--verify: write the pattern, check what is read"),
+    SPEC_FIELD(salt, T_ULONGLONG, 0, "--verify: the pattern's salt"),
+    SPEC_FIELD(verify_direct, T_BOOL, 0, "--verifydirect: read each write back and check it"),
+    SPEC_FIELD(var_words, T_PYSSIZET, 0, "--blockvarpct: words refilled per write; -1: none"),
+    SPEC_FIELD(depth, T_PYSSIZET, 0, "file_aio: operations in flight at most"),
+    SPEC_FIELD(intended, T_OBJECT, 0, "pacing: int64 array, each operation's due start"),
+    SPEC_FIELD(gate, T_OBJECT, 0, "a first run: the start gate's int64 word; else None"),
+    /* dir mode */
+    SPEC_FIELD(op, T_INT, 0, "entries_meta: the call (OP_*)"),
+    SPEC_FIELD(dfd, T_INT, 0, "the entries' parent dir"),
+    SPEC_FIELD(leaves, T_OBJECT, 0, "the entries' names (str)"),
+    SPEC_FIELD(first, T_PYSSIZET, 0, "in: the first leaf to do; out: where the call stopped"),
+    SPEC_FIELD(n, T_PYSSIZET, 0, "in and out: entries recorded in starts/ends"),
+    SPEC_FIELD(tolerate, T_BOOL, 0, "--nodelerr: a missing entry counts as done"),
+    SPEC_FIELD(flags, T_INT, 0, "open flags"),
+    SPEC_FIELD(mode, T_INT, 0, "mode of what is made"),
+    SPEC_FIELD(size, T_PYSSIZET, 0, "entries_files: bytes per file"),
+    SPEC_FIELD(block, T_PYSSIZET, 0, "entries_files: bytes per block"),
+    SPEC_FIELD(io_starts, T_OBJECT, 0, "entries_files: int64 array, each block's start"),
+    SPEC_FIELD(io_ends, T_OBJECT, 0, "entries_files: int64 array, each block's end"),
+    SPEC_FIELD(n_io, T_PYSSIZET, 0, "in and out: blocks recorded in io_starts/io_ends"),
+    SPEC_FIELD(deadline_ns, T_LONGLONG, 0, "entries_files: a file's blocks stop past it"),
+    SPEC_FIELD(stop, T_OBJECT, 0, "entries_files: StopEvent.flag, or None"),
+    /* both */
+    SPEC_FIELD(until_ns, T_LONGLONG, 0, "the budget: nothing more starts after a unit ends past it"),
+    SPEC_FIELD(starts, T_OBJECT, 0, "int64 array: each unit's start"),
+    SPEC_FIELD(ends, T_OBJECT, 0, "int64 array: each unit's end"),
+    /* what the call ended with */
+    SPEC_FIELD(done, T_PYSSIZET, READONLY, "file mode: operations done"),
+    SPEC_FIELD(index, T_PYSSIZET, READONLY, "file mode: the operation that failed"),
+    SPEC_FIELD(err, T_INT, READONLY, "the errno of a failed call"),
+    SPEC_FIELD(a, T_ULONGLONG, READONLY, "short: bytes moved; mismatch: its offset"),
+    SPEC_FIELD(b, T_ULONGLONG, READONLY, "short: bytes asked; mismatch: the expected word"),
+    SPEC_FIELD(c, T_ULONGLONG, READONLY, "mismatch: the word found; dir mode: the block's offset"),
+    {NULL},
+};
+
+PyDoc_STRVAR(spec_doc,
+"Spec(**fields)\n\nWhat one call of file_run, file_aio, entries_meta or entries_files runs,\n"
+"and what it ended with (done, index, err, a, b, c; n, n_io and first in dir mode).");
+
+static PyTypeObject SpecType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aiobench.engines._native.Spec",
+    .tp_basicsize = sizeof(SpecObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = spec_doc,
+    .tp_new = spec_new,
+    .tp_init = spec_init,
+    .tp_dealloc = (destructor)spec_dealloc,
+    .tp_traverse = (traverseproc)spec_traverse,
+    .tp_clear = (inquiry)spec_clear,
+    .tp_members = spec_members,
+};
+
+/* The (slot, spec) of a call, the slot taken for the call (slot_enter). */
+static int
+call_args(const char *name, PyObject *const *args, Py_ssize_t nargs, SlotObject **slot,
+          SpecObject **spec)
+{
+    if (nargs != 2 || !PyObject_TypeCheck(args[0], &SlotType) ||
+        !PyObject_TypeCheck(args[1], &SpecType)) {
+        PyErr_Format(PyExc_TypeError, "%s(slot, spec): a Slot and a Spec", name);
+        return -1;
+    }
+    *slot = (SlotObject *)args[0];
+    *spec = (SpecObject *)args[1];
+    return slot_enter(*slot);
 }
 
 /* -- --verify: the pattern and its check (aiobench/engines/verify.py) ------------------------- */
@@ -351,46 +738,40 @@ sfc64_next(uint64_t *s)
 /* -- file mode --------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(file_run_doc,
-"file_run(fd, fds, offsets, length, reading, mix_pct, mix_base, ns_per_op, schedule_ns,\n"
-"         first_seq, verify, salt, verify_direct, var_words, sfc, read_mem, pool,\n"
-"         window_words, windows, stamps, pool_state, until_ns, starts, ends, intended)\n"
-"-> (status, done, err, a, b, c)\n\n"
-"One run of file-mode operations, composed as the Python engine's _composed loop.");
+"file_run(slot, spec) -> status\n\n"
+"One run of file-mode operations, composed as the Python engine's _composed loop: spec's\n"
+"fd/fds, offsets, length, reading, mix_pct/mix_base, ns_per_op/schedule_ns/first_seq,\n"
+"verify/salt/verify_direct, var_words, until_ns, gate; starts, ends and intended filled.\n"
+"Sets spec.done, and for a failure spec.index, err, a, b, c.");
 
 static PyObject *
-file_run(PyObject *self, PyObject *args)
+file_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    int fd0, reading, mix_pct, verify, verify_direct;
-    long long mix_base, schedule_ns, first_seq, until_ns;
-    unsigned long long salt;
-    double ns_per_op;
-    Py_ssize_t length, var_words, window_words, windows, stamps;
-    PyObject *fds_o, *offsets_o, *sfc_o, *rmem_o, *pool_o, *state_o, *starts_o, *ends_o, *due_o;
-    PyObject *gate_o = Py_None;
-    if (!PyArg_ParseTuple(args, "iOOnpiLdLLpKpnOOOnnnOLOOO|O:file_run", &fd0, &fds_o,
-                          &offsets_o, &length, &reading, &mix_pct, &mix_base, &ns_per_op,
-                          &schedule_ns, &first_seq, &verify, &salt, &verify_direct, &var_words,
-                          &sfc_o, &rmem_o, &pool_o, &window_words, &windows, &stamps, &state_o,
-                          &until_ns, &starts_o, &ends_o, &due_o, &gate_o))
+    SlotObject *slot;
+    SpecObject *sp;
+    if (call_args("file_run", args, nargs, &slot, &sp) < 0)
         return NULL;
     Views v = {.count = 0};
     int32_t *fds;
-    int64_t *offsets, *starts, *ends, *dues;
-    uint64_t *sfc, *state;
-    uint8_t *rmem, *pool_mem;
-    int64_t *gate;
-    Py_ssize_t n_fds, n, n_starts, n_ends, n_dues, n_sfc, n_state, rmem_len, pool_len, n_gate;
-    if (take(&v, fds_o, 0, 4, "fds", (void **)&fds, &n_fds) ||
-        take(&v, offsets_o, 0, 8, "offsets", (void **)&offsets, &n) ||
-        take(&v, sfc_o, 1, 8, "sfc", (void **)&sfc, &n_sfc) ||
-        take(&v, rmem_o, 1, 1, "read_mem", (void **)&rmem, &rmem_len) ||
-        take(&v, pool_o, 1, 1, "pool", (void **)&pool_mem, &pool_len) ||
-        take(&v, state_o, 1, 8, "pool_state", (void **)&state, &n_state) ||
-        take(&v, starts_o, 1, 8, "starts", (void **)&starts, &n_starts) ||
-        take(&v, ends_o, 1, 8, "ends", (void **)&ends, &n_ends) ||
-        take(&v, due_o, 1, 8, "intended", (void **)&dues, &n_dues) ||
-        take(&v, gate_o, 1, 8, "gate", (void **)&gate, &n_gate))
+    int64_t *offsets, *starts, *ends, *dues, *gate;
+    Py_ssize_t n_fds, n, n_starts, n_ends, n_dues, n_gate;
+    if (take(&v, sp->fds, 0, 4, "fds", (void **)&fds, &n_fds) ||
+        take(&v, sp->offsets, 0, 8, "offsets", (void **)&offsets, &n) ||
+        take(&v, sp->starts, 1, 8, "starts", (void **)&starts, &n_starts) ||
+        take(&v, sp->ends, 1, 8, "ends", (void **)&ends, &n_ends) ||
+        take(&v, sp->intended, 1, 8, "intended", (void **)&dues, &n_dues) ||
+        take(&v, sp->gate, 1, 8, "gate", (void **)&gate, &n_gate))
         goto fail;
+    const int fd0 = sp->fd, reading = sp->reading, mix_pct = sp->mix_pct, verify = sp->verify,
+              verify_direct = sp->verify_direct;
+    const long long mix_base = sp->mix_base, schedule_ns = sp->schedule_ns,
+                    first_seq = sp->first_seq;
+    long long until_ns = sp->until_ns;
+    const uint64_t salt = sp->salt;
+    const double ns_per_op = sp->ns_per_op;
+    const Py_ssize_t length = sp->length, var_words = sp->var_words;
+    uint8_t *rmem = slot->read.buf, *pool_mem = slot->pool.buf;
+    Py_ssize_t pool_len = slot->pool.obj ? slot->pool.len : 0;
     int pacing = ns_per_op > 0;
     int may_write = !reading || mix_pct >= 0;
     const char *wrong = NULL;
@@ -400,25 +781,23 @@ file_run(PyObject *self, PyObject *args)
         wrong = "fds: one per operation, or none";
     else if (n_starts < n || n_ends < n || (pacing && n_dues < n))
         wrong = "starts/ends/intended: shorter than the run";
-    else if (rmem_len < length)
+    else if (slot->read_area < length)
         wrong = "read_mem: shorter than a block";
     else if (n_gate == 1)
         wrong = "gate: state and time limit (int64), or None";
     else if (var_words >= 0 && may_write && !verify &&
-             (pool_len < length || var_words > pool_len / 8 || (var_words && n_sfc < 4)))
-        wrong = "blockvar: the block, its refilled words or the SFC64 state do not fit";
+             (pool_mem == NULL || pool_len < length || var_words > pool_len / 8))
+        wrong = "blockvar: the block or its refilled words do not fit the pool";
     if (wrong) {
         PyErr_SetString(PyExc_ValueError, wrong);
         goto fail;
     }
     Pool pool = {0};
     int stamped = may_write && !verify && var_words < 0;
-    if (stamped &&
-        pool_init(&pool, pool_mem, pool_len, window_words, windows, stamps, state, n_state, length))
+    if (stamped && pool_take(&pool, slot, length) < 0)
         goto fail;
-    uint64_t s[4] = {0, 0, 0, 0};
-    if (var_words > 0 && n_sfc >= 4)
-        memcpy(s, sfc, sizeof s);
+    uint64_t s[4]; /* the SFC64 state, kept in a local while the loop runs */
+    memcpy(s, slot->sfc, sizeof s);
 
     int status = ST_DONE, err = 0;
     uint64_t a = 0, b = 0, c = 0;
@@ -500,13 +879,20 @@ file_run(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     if (stamped)
-        pool_save(&pool, state);
+        pool_keep(slot, &pool);
     if (var_words > 0)
-        memcpy(sfc, s, sizeof s);
+        memcpy(slot->sfc, s, sizeof s);
+    slot->busy = 0;
     release(&v);
-    return Py_BuildValue("(iniKKK)", status, done, err, (unsigned long long)a,
-                         (unsigned long long)b, (unsigned long long)c);
+    sp->done = done;
+    sp->index = done; /* (the operations are done in order: the failed one is next) */
+    sp->err = err;
+    sp->a = a;
+    sp->b = b;
+    sp->c = c;
+    return PyLong_FromLong(status);
 fail:
+    slot->busy = 0;
     release(&v);
     return NULL;
 }
@@ -539,7 +925,9 @@ sys_io_getevents(aio_context_t ctx, long min, long max, struct io_event *events)
 
 /* Each thread keeps its AIO context from run to run: io_destroy waits for an RCU grace
  * period, ~30 ms here, which per 50 ms run would eat most of the measurement. The context
- * goes with its thread (a pthread key's destructor); a forked child forgets its parent's. */
+ * goes with its thread (a pthread key's destructor); a forked child forgets its parent's.
+ * (Once operations stay in flight from one run to the next, issue #28, the context and its
+ * Flight positions belong to the slot instead: see SlotObject.) */
 typedef struct {
     aio_context_t ctx;
     unsigned events;
@@ -628,47 +1016,39 @@ typedef struct {
 } Flight;
 
 PyDoc_STRVAR(file_aio_doc,
-"file_aio(fd, fds, offsets, length, reading, depth, read_mem, area_bytes, pool,\n"
-"         window_words, windows, stamps, pool_state, until_ns, starts, ends)\n"
-"-> (status, done, index, err, a, b)\n\n"
-"One run of plain reads or stamped writes with up to depth in flight (io_submit): each\n"
-"timed from its submission to the reaping of its completion, recorded in completion order.\n"
+"file_aio(slot, spec) -> status\n\n"
+"One run of plain reads or stamped writes with up to spec.depth in flight (io_submit): each\n"
+"timed from its submission to the reaping of its completion, recorded in completion order\n"
+"(spec's fd/fds, offsets, length, reading, until_ns, gate; starts and ends filled).\n"
 "After an operation ends past until_ns (or fails) nothing more is submitted; what is in\n"
-"flight is reaped, then the call returns. index: the failing operation.");
+"flight is reaped, then the call returns. Sets spec.done, and for a failure spec.index\n"
+"(the failing operation), err, a, b.");
 
 static PyObject *
-file_aio(PyObject *self, PyObject *args)
+file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    int fd0, reading;
-    long long until_ns;
-    Py_ssize_t length, depth, area_bytes, window_words, windows, stamps;
-    PyObject *fds_o, *offsets_o, *rmem_o, *pool_o, *state_o, *starts_o, *ends_o;
-    PyObject *gate_o = Py_None;
-    if (!PyArg_ParseTuple(args, "iOOnpnOnOnnnOLOO|O:file_aio", &fd0, &fds_o, &offsets_o,
-                          &length, &reading, &depth, &rmem_o, &area_bytes, &pool_o,
-                          &window_words, &windows, &stamps, &state_o, &until_ns, &starts_o,
-                          &ends_o, &gate_o))
+    SlotObject *slot;
+    SpecObject *sp;
+    if (call_args("file_aio", args, nargs, &slot, &sp) < 0)
         return NULL;
     Views v = {.count = 0};
     int32_t *fds;
-    int64_t *offsets, *starts, *ends;
-    uint64_t *state;
-    uint8_t *rmem, *pool_mem;
-    int64_t *gate;
-    Py_ssize_t n_fds, n, n_starts, n_ends, n_state, rmem_len, pool_len, n_gate;
+    int64_t *offsets, *starts, *ends, *gate;
+    Py_ssize_t n_fds, n, n_starts, n_ends, n_gate;
     Flight *flights = NULL;
     struct iocb **batch = NULL;
     struct io_event *events = NULL;
     Py_ssize_t *free_slots = NULL, *busy = NULL;
-    if (take(&v, fds_o, 0, 4, "fds", (void **)&fds, &n_fds) ||
-        take(&v, offsets_o, 0, 8, "offsets", (void **)&offsets, &n) ||
-        take(&v, rmem_o, 1, 1, "read_mem", (void **)&rmem, &rmem_len) ||
-        take(&v, pool_o, 1, 1, "pool", (void **)&pool_mem, &pool_len) ||
-        take(&v, state_o, 1, 8, "pool_state", (void **)&state, &n_state) ||
-        take(&v, starts_o, 1, 8, "starts", (void **)&starts, &n_starts) ||
-        take(&v, ends_o, 1, 8, "ends", (void **)&ends, &n_ends) ||
-        take(&v, gate_o, 1, 8, "gate", (void **)&gate, &n_gate))
+    if (take(&v, sp->fds, 0, 4, "fds", (void **)&fds, &n_fds) ||
+        take(&v, sp->offsets, 0, 8, "offsets", (void **)&offsets, &n) ||
+        take(&v, sp->starts, 1, 8, "starts", (void **)&starts, &n_starts) ||
+        take(&v, sp->ends, 1, 8, "ends", (void **)&ends, &n_ends) ||
+        take(&v, sp->gate, 1, 8, "gate", (void **)&gate, &n_gate))
         goto fail;
+    const int fd0 = sp->fd, reading = sp->reading;
+    long long until_ns = sp->until_ns;
+    const Py_ssize_t length = sp->length, depth = sp->depth, area_bytes = slot->read_area;
+    uint8_t *rmem = slot->read.buf;
     const char *wrong = NULL;
     if (depth < 1 || depth > 65536)
         wrong = "depth: between 1 and 65536";
@@ -678,23 +1058,24 @@ file_aio(PyObject *self, PyObject *args)
         wrong = "fds: one per operation, or none";
     else if (n_starts < n || n_ends < n)
         wrong = "starts/ends: shorter than the run";
-    else if (reading && (area_bytes < 0 || area_bytes > rmem_len / depth))
-        wrong = "read_mem: shorter than depth areas";
     else if (n_gate == 1)
         wrong = "gate: state and time limit (int64), or None";
     if (wrong) {
         PyErr_SetString(PyExc_ValueError, wrong);
         goto fail;
     }
+    if (depth > slot->depth) { /* (each operation in flight needs a read area of its own) */
+        PyErr_Format(PyExc_ValueError, "a depth of %zd needs a SlotBuffer made for it", depth);
+        goto fail;
+    }
     Pool pool = {0};
-    if (!reading &&
-        pool_init(&pool, pool_mem, pool_len, window_words, windows, stamps, state, n_state, length))
+    if (!reading && pool_take(&pool, slot, length) < 0)
         goto fail;
     flights = PyMem_Calloc((size_t)depth, sizeof *flights);
     batch = PyMem_Calloc((size_t)depth, sizeof *batch);
     events = PyMem_Calloc((size_t)depth, sizeof *events);
     free_slots = PyMem_Calloc((size_t)depth, sizeof *free_slots);
-    busy = PyMem_Calloc(reading ? 1 : (size_t)windows, sizeof *busy); /* in-flight writes */
+    busy = PyMem_Calloc(reading ? 1 : (size_t)pool.windows, sizeof *busy); /* in-flight writes */
     if (!flights || !batch || !events || !free_slots || !busy) {
         PyErr_NoMemory();
         goto fail;
@@ -717,11 +1098,11 @@ file_aio(PyObject *self, PyObject *args)
         /* Fill the free positions; a write waits while its window is still in flight. */
         long count = 0;
         while (!stop && next + count < n && n_free > 0) {
-            Py_ssize_t i = next + count, slot = free_slots[n_free - 1];
-            Flight *f = &flights[slot];
+            Py_ssize_t i = next + count, pos = free_slots[n_free - 1];
+            Flight *f = &flights[pos];
             uint8_t *data;
             if (reading) {
-                data = rmem + slot * area_bytes;
+                data = rmem + pos * area_bytes;
                 f->window = -1;
             }
             else {
@@ -735,7 +1116,7 @@ file_aio(PyObject *self, PyObject *args)
             }
             n_free--;
             memset(&f->cb, 0, sizeof f->cb);
-            f->cb.aio_data = (uint64_t)slot;
+            f->cb.aio_data = (uint64_t)pos;
             f->cb.aio_lio_opcode = reading ? IOCB_CMD_PREAD : IOCB_CMD_PWRITE;
             f->cb.aio_fildes = (uint32_t)(n_fds ? fds[i] : fd0);
             f->cb.aio_buf = (uint64_t)(uintptr_t)data;
@@ -799,12 +1180,12 @@ file_aio(PyObject *self, PyObject *args)
         }
         int64_t reaped = now_ns();
         for (long e = 0; e < got; e++) {
-            Py_ssize_t slot = (Py_ssize_t)events[e].data;
-            Flight *f = &flights[slot];
+            Py_ssize_t pos = (Py_ssize_t)events[e].data;
+            Flight *f = &flights[pos];
             int64_t res = events[e].res;
             if (f->window >= 0)
                 busy[f->window]--;
-            free_slots[n_free++] = slot;
+            free_slots[n_free++] = pos;
             inflight--;
             if (res != length) {
                 if (!failed) {
@@ -834,16 +1215,23 @@ file_aio(PyObject *self, PyObject *args)
         status = ST_BUDGET;
     Py_END_ALLOW_THREADS
     if (!reading)
-        pool_save(&pool, state);
+        pool_keep(slot, &pool);
+    slot->busy = 0;
     PyMem_Free(flights);
     PyMem_Free(batch);
     PyMem_Free(events);
     PyMem_Free(free_slots);
     PyMem_Free(busy);
     release(&v);
-    return Py_BuildValue("(inniKK)", status, done, index, err, (unsigned long long)a,
-                         (unsigned long long)b);
+    sp->done = done;
+    sp->index = index;
+    sp->err = err;
+    sp->a = a;
+    sp->b = b;
+    sp->c = 0;
+    return PyLong_FromLong(status);
 fail:
+    slot->busy = 0;
     PyMem_Free(flights);
     PyMem_Free(batch);
     PyMem_Free(events);
@@ -865,7 +1253,7 @@ typedef struct {
 static int
 names_take(Names *nm, PyObject *leaves, Py_ssize_t first)
 {
-    nm->tuple = PySequence_Tuple(leaves);
+    nm->tuple = PySequence_Tuple(leaves ? leaves : Py_None);
     nm->names = NULL;
     if (nm->tuple == NULL)
         return -1;
@@ -906,21 +1294,25 @@ names_release(Names *nm)
 }
 
 PyDoc_STRVAR(entries_meta_doc,
-"entries_meta(op, dfd, leaves, first, until_ns, starts, ends, n, tolerate_enoent, flags, mode)\n"
-"-> (status, n, index, err)\n\n"
-"One call per leaf from leaves[first] on, relative to dfd: mkdir, unlink, rmdir, lstat or\n"
-"open + close (op 0-4); entry n of the run's starts/ends is the first one written.");
+"entries_meta(spec) -> status\n\n"
+"One call per leaf from spec.leaves[spec.first] on, relative to spec.dfd: mkdir, unlink,\n"
+"rmdir, lstat or open + close (spec.op 0-4; tolerate, flags, mode, until_ns); entry spec.n\n"
+"of starts/ends is the first one written. Sets spec.n, spec.first (where it stopped) and\n"
+"spec.err. (No slot: a metadata run moves no data, it has no slot memory.)");
 
 static PyObject *
-entries_meta(PyObject *self, PyObject *args)
+entries_meta(PyObject *module, PyObject *arg)
 {
-    int op, dfd, tolerate, flags, mode;
-    long long until_ns;
-    Py_ssize_t first, n;
-    PyObject *leaves, *starts_o, *ends_o;
-    if (!PyArg_ParseTuple(args, "iiOnLOOnpii:entries_meta", &op, &dfd, &leaves, &first,
-                          &until_ns, &starts_o, &ends_o, &n, &tolerate, &flags, &mode))
+    if (!PyObject_TypeCheck(arg, &SpecType)) {
+        PyErr_SetString(PyExc_TypeError, "entries_meta(spec): a Spec");
         return NULL;
+    }
+    SpecObject *sp = (SpecObject *)arg;
+    const int op = sp->op, dfd = sp->dfd, tolerate = sp->tolerate, flags = sp->flags,
+              mode = sp->mode;
+    const long long until_ns = sp->until_ns;
+    const Py_ssize_t first = sp->first;
+    Py_ssize_t n = sp->n;
     if (op < OP_MKDIR || op > OP_OPEN_CLOSE) {
         PyErr_SetString(PyExc_ValueError, "op: not a metadata call");
         return NULL;
@@ -929,8 +1321,9 @@ entries_meta(PyObject *self, PyObject *args)
     Names nm = {NULL, NULL, 0};
     int64_t *starts, *ends;
     Py_ssize_t n_starts, n_ends;
-    if (take(&v, starts_o, 1, 8, "starts", (void **)&starts, &n_starts) ||
-        take(&v, ends_o, 1, 8, "ends", (void **)&ends, &n_ends) || names_take(&nm, leaves, first))
+    if (take(&v, sp->starts, 1, 8, "starts", (void **)&starts, &n_starts) ||
+        take(&v, sp->ends, 1, 8, "ends", (void **)&ends, &n_ends) ||
+        names_take(&nm, sp->leaves, first))
         goto fail;
     if (n < 0 || n > n_starts || n > n_ends || nm.count - first > n_starts - n ||
         nm.count - first > n_ends - n) {
@@ -995,7 +1388,10 @@ entries_meta(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     names_release(&nm);
     release(&v);
-    return Py_BuildValue("(inni)", status, n, k, err);
+    sp->n = n;
+    sp->first = k;
+    sp->err = err;
+    return PyLong_FromLong(status);
 fail:
     names_release(&nm);
     release(&v);
@@ -1003,40 +1399,35 @@ fail:
 }
 
 PyDoc_STRVAR(entries_files_doc,
-"entries_files(dfd, leaves, first, until_ns, starts, ends, n, flags, mode, writing, size,\n"
-"              block, io_starts, io_ends, n_io, read_mem, pool, window_words, windows,\n"
-"              stamps, pool_state, deadline_ns, stop)\n"
-"-> (status, n, n_io, index, err, a, b, c)\n\n"
-"Open + whole-file blocks + close per leaf from leaves[first] on, relative to dfd.");
+"entries_files(slot, spec) -> status\n\n"
+"Open + whole-file blocks + close per leaf from spec.leaves[spec.first] on, relative to\n"
+"spec.dfd (flags, mode, reading, size, block, until_ns, deadline_ns, stop), entries\n"
+"recorded in starts/ends from spec.n on, blocks in io_starts/io_ends from spec.n_io on.\n"
+"Sets spec.n, n_io, first (where it stopped), and for a failure err, a, b, c.");
 
 static PyObject *
-entries_files(PyObject *self, PyObject *args)
+entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    int dfd, flags, mode, writing;
-    long long until_ns, deadline_ns;
-    Py_ssize_t first, n, size, block, n_io, window_words, windows, stamps;
-    PyObject *leaves, *starts_o, *ends_o, *io_starts_o, *io_ends_o, *rmem_o, *pool_o;
-    PyObject *state_o, *stop_o;
-    if (!PyArg_ParseTuple(args, "iOnLOOniipnnOOnOOnnnOLO:entries_files", &dfd, &leaves, &first,
-                          &until_ns, &starts_o, &ends_o, &n, &flags, &mode, &writing, &size,
-                          &block, &io_starts_o, &io_ends_o, &n_io, &rmem_o, &pool_o,
-                          &window_words, &windows, &stamps, &state_o, &deadline_ns, &stop_o))
+    SlotObject *slot;
+    SpecObject *sp;
+    if (call_args("entries_files", args, nargs, &slot, &sp) < 0)
         return NULL;
+    const int dfd = sp->dfd, flags = sp->flags, mode = sp->mode, writing = !sp->reading;
+    const long long until_ns = sp->until_ns, deadline_ns = sp->deadline_ns;
+    const Py_ssize_t first = sp->first, size = sp->size, block = sp->block;
+    Py_ssize_t n = sp->n, n_io = sp->n_io;
+    uint8_t *rmem = slot->read.buf;
     Views v = {.count = 0};
     Names nm = {NULL, NULL, 0};
     int64_t *starts, *ends, *io_starts, *io_ends;
-    uint64_t *state;
-    uint8_t *rmem, *pool_mem, *stop_mem;
-    Py_ssize_t n_starts, n_ends, n_io_starts, n_io_ends, rmem_len, pool_len, n_state, n_stop;
-    if (take(&v, starts_o, 1, 8, "starts", (void **)&starts, &n_starts) ||
-        take(&v, ends_o, 1, 8, "ends", (void **)&ends, &n_ends) ||
-        take(&v, io_starts_o, 1, 8, "io_starts", (void **)&io_starts, &n_io_starts) ||
-        take(&v, io_ends_o, 1, 8, "io_ends", (void **)&io_ends, &n_io_ends) ||
-        take(&v, rmem_o, 1, 1, "read_mem", (void **)&rmem, &rmem_len) ||
-        take(&v, pool_o, 1, 1, "pool", (void **)&pool_mem, &pool_len) ||
-        take(&v, state_o, 1, 8, "pool_state", (void **)&state, &n_state) ||
-        take(&v, stop_o, 0, 1, "stop", (void **)&stop_mem, &n_stop) ||
-        names_take(&nm, leaves, first))
+    uint8_t *stop_mem;
+    Py_ssize_t n_starts, n_ends, n_io_starts, n_io_ends, n_stop;
+    if (take(&v, sp->starts, 1, 8, "starts", (void **)&starts, &n_starts) ||
+        take(&v, sp->ends, 1, 8, "ends", (void **)&ends, &n_ends) ||
+        take(&v, sp->io_starts, 1, 8, "io_starts", (void **)&io_starts, &n_io_starts) ||
+        take(&v, sp->io_ends, 1, 8, "io_ends", (void **)&io_ends, &n_io_ends) ||
+        take(&v, sp->stop, 0, 1, "stop", (void **)&stop_mem, &n_stop) ||
+        names_take(&nm, sp->leaves, first))
         goto fail;
     Py_ssize_t io_cap = n_io_starts < n_io_ends ? n_io_starts : n_io_ends;
     Py_ssize_t blocks = size > 0 && block > 0 ? (size - 1) / block + 1 : 0;
@@ -1048,15 +1439,14 @@ entries_files(PyObject *self, PyObject *args)
         wrong = "starts/ends: too short for the leaves";
     else if (n_io < 0 || n_io > io_cap || blocks > io_cap)
         wrong = "io_starts/io_ends: cannot hold one file's blocks";
-    else if (!writing && rmem_len < block)
+    else if (!writing && slot->read_area < block)
         wrong = "read_mem: shorter than a block";
     if (wrong) {
         PyErr_SetString(PyExc_ValueError, wrong);
         goto fail;
     }
     Pool pool = {0};
-    if (writing &&
-        pool_init(&pool, pool_mem, pool_len, window_words, windows, stamps, state, n_state, block))
+    if (writing && pool_take(&pool, slot, block) < 0)
         goto fail;
     volatile const uint8_t *stop = n_stop ? stop_mem : NULL; /* StopEvent.flag */
     int status = ST_DONE, err = 0;
@@ -1129,12 +1519,20 @@ entries_files(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     if (writing)
-        pool_save(&pool, state);
+        pool_keep(slot, &pool);
+    slot->busy = 0;
     names_release(&nm);
     release(&v);
-    return Py_BuildValue("(innniKKK)", status, n, n_io, k, err, (unsigned long long)a,
-                         (unsigned long long)b, (unsigned long long)c);
+    sp->n = n;
+    sp->n_io = n_io;
+    sp->first = k;
+    sp->err = err;
+    sp->a = a;
+    sp->b = b;
+    sp->c = c;
+    return PyLong_FromLong(status);
 fail:
+    slot->busy = 0;
     names_release(&nm);
     release(&v);
     return NULL;
@@ -1143,10 +1541,11 @@ fail:
 /* -- the module ------------------------------------------------------------------------ */
 
 static PyMethodDef methods[] = {
-    {"file_run", file_run, METH_VARARGS, file_run_doc},
-    {"file_aio", file_aio, METH_VARARGS, file_aio_doc},
-    {"entries_meta", entries_meta, METH_VARARGS, entries_meta_doc},
-    {"entries_files", entries_files, METH_VARARGS, entries_files_doc},
+    {"file_run", (PyCFunction)(void (*)(void))file_run, METH_FASTCALL, file_run_doc},
+    {"file_aio", (PyCFunction)(void (*)(void))file_aio, METH_FASTCALL, file_aio_doc},
+    {"entries_meta", entries_meta, METH_O, entries_meta_doc},
+    {"entries_files", (PyCFunction)(void (*)(void))entries_files, METH_FASTCALL,
+     entries_files_doc},
     {"gate_open", gate_open, METH_VARARGS, gate_open_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -1168,6 +1567,8 @@ exec_module(PyObject *m)
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++)
         if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0)
             return -1;
+    if (PyModule_AddType(m, &SlotType) < 0 || PyModule_AddType(m, &SpecType) < 0)
+        return -1;
     return 0;
 }
 

@@ -2,6 +2,7 @@
 :mod:`aiobench.engines.native`."""
 
 import mmap
+from collections.abc import Sequence
 from typing import Any
 
 from numpy import ndarray
@@ -27,93 +28,98 @@ OP_LSTAT: int
 OP_OPEN_CLOSE: int
 STAMP_SPACING: int
 
-def file_run(
-    fd: int,
-    fds: Array | None,
-    offsets: Array,
-    length: int,
-    reading: bool,
-    mix_pct: int,
-    mix_base: int,
-    ns_per_op: float,
-    schedule_ns: int,
-    first_seq: int,
-    verify: bool,
-    salt: int,
-    verify_direct: bool,
-    var_words: int,
-    sfc: Array | None,
-    read_mem: Memory,
-    pool: Memory | None,
-    window_words: int,
-    windows: int,
-    stamps: int,
-    pool_state: Array | None,
-    until_ns: int,
-    starts: Array,
-    ends: Array,
-    intended: Array | None,
-    gate: Array | None = None,
-    /,
-) -> tuple[int, int, int, int, int, int]: ...
-def file_aio(
-    fd: int,
-    fds: Array | None,
-    offsets: Array,
-    length: int,
-    reading: bool,
-    depth: int,
-    read_mem: Memory,
-    area_bytes: int,
-    pool: Memory | None,
-    window_words: int,
-    windows: int,
-    stamps: int,
-    pool_state: Array | None,
-    until_ns: int,
-    starts: Array,
-    ends: Array,
-    gate: Array | None = None,
-    /,
-) -> tuple[int, int, int, int, int, int]: ...
-def entries_meta(
-    op: int,
-    dfd: int,
-    leaves: list[str],
-    first: int,
-    until_ns: int,
-    starts: Array,
-    ends: Array,
-    n: int,
-    tolerate_enoent: bool,
-    flags: int,
-    mode: int,
-    /,
-) -> tuple[int, int, int, int]: ...
-def entries_files(
-    dfd: int,
-    leaves: list[str],
-    first: int,
-    until_ns: int,
-    starts: Array,
-    ends: Array,
-    n: int,
-    flags: int,
-    mode: int,
-    writing: bool,
-    size: int,
-    block: int,
-    io_starts: Array,
-    io_ends: Array,
-    n_io: int,
-    read_mem: Memory | None,
-    pool: Memory | None,
-    window_words: int,
-    windows: int,
-    stamps: int,
-    pool_state: Array | None,
-    deadline_ns: int,
-    stop: Array | None,
-    /,
-) -> tuple[int, int, int, int, int, int, int, int]: ...
+class Slot:
+    """A slot's memory and buffer state (SlotBuffer.state), advanced in place by the calls."""
+
+    def __init__(
+        self,
+        read_mem: Memory,
+        read_area: int,
+        depth: int,
+        *,
+        pool: Memory | None = None,
+        window_words: int = 0,
+        windows: int = 0,
+        stamps: int = 1,
+        next_stamp: int = 0,
+        sfc: Sequence[int] | None = None,
+    ) -> None: ...
+    @property
+    def read_area(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def window_words(self) -> int: ...
+    @property
+    def windows(self) -> int: ...
+    @property
+    def stamps(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    next_window: int
+    next_stamp: int
+    sfc: tuple[int, ...]
+    def close(self) -> None: ...
+
+class Spec:
+    """What one call runs (the fields it needs), and what it ended with (read-only)."""
+
+    def __init__(self, **fields: Any) -> None: ...
+    key: object
+    # file mode
+    fd: int
+    fds: Array | None
+    offsets: Array | None
+    length: int
+    reading: bool
+    mix_pct: int
+    mix_base: int
+    ns_per_op: float
+    schedule_ns: int
+    first_seq: int
+    verify: bool
+    salt: int
+    verify_direct: bool
+    var_words: int
+    depth: int
+    intended: Array | None
+    gate: Array | None
+    # dir mode
+    op: int
+    dfd: int
+    leaves: list[str] | None
+    first: int
+    n: int
+    tolerate: bool
+    flags: int
+    mode: int
+    size: int
+    block: int
+    io_starts: Array | None
+    io_ends: Array | None
+    n_io: int
+    deadline_ns: int
+    stop: Array | None
+    # both
+    until_ns: int
+    starts: Array
+    ends: Array
+    # what the call ended with
+    @property
+    def done(self) -> int: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def err(self) -> int: ...
+    @property
+    def a(self) -> int: ...
+    @property
+    def b(self) -> int: ...
+    @property
+    def c(self) -> int: ...
+
+def file_run(slot: Slot, spec: Spec, /) -> int: ...
+def file_aio(slot: Slot, spec: Spec, /) -> int: ...
+def entries_meta(spec: Spec, /) -> int: ...
+def entries_files(slot: Slot, spec: Spec, /) -> int: ...
 def gate_open(gate: Array, state: int) -> None: ...

@@ -4,10 +4,45 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from aiobench.plan.pool import PAGE, STAMP_SPACING, _round_up, pool_bytes, pool_windows
+
+if TYPE_CHECKING:
+    from aiobench.engines._native import Spec
+
+try:  # the slot state's C type, when the optional extension is built
+    from aiobench.engines._native import Slot as _Slot
+except ImportError:
+    _Slot = None  # type: ignore[assignment,misc]
+
+
+class SlotState(Protocol):
+    """A slot's buffer state, read and advanced in place by both engines: the pool position
+    (next window and stamp) and the --blockvarpct generator's SFC64 state words."""
+
+    next_window: int
+    next_stamp: int
+    sfc: tuple[int, ...]
+
+    def close(self) -> None: ...
+
+
+class PySlotState:
+    """The slot state without the C extension (whose :class:`~aiobench.engines._native.Slot`
+    also holds the slot's memory for the native engine): the same attributes, in Python."""
+
+    __slots__ = ("next_stamp", "next_window", "sfc")
+
+    def __init__(self, next_stamp: int, sfc: tuple[int, ...]) -> None:
+        self.next_window = 0
+        self.next_stamp = next_stamp
+        self.sfc = sfc
+
+    def close(self) -> None:
+        """(Nothing to release: the memory is the SlotBuffer's.)"""
 
 
 class SlotBuffer:
@@ -40,11 +75,20 @@ class SlotBuffer:
         self.windows: list[list[memoryview]] = []
         self.window_words = 0  # 64-bit words from one window's start to the next
         self.stamps_per_block = max(1, block_size // STAMP_SPACING)
-        self.next_window = 0
-        self.next_stamp = stamp_base
         self.pool: mmap.mmap | None = None  # the write pool (``mem``), None when only reading
-        if not for_write:
-            return
+        sfc: tuple[int, ...] = (0, 0, 0, 0)
+        if for_write:
+            sfc = self._fill_pool(rng, writes)
+        # The state both engines advance, made once: with the extension built, the C object
+        # the native engine's calls are given, holding the memory for them.
+        self.state: SlotState = _slot_state(self, stamp_base, sfc)
+        # The native engine's file-mode run spec of this slot (see aiobench.engines.native),
+        # made on its first run: what stays the same from one run to the next.
+        self.run_spec: Spec | None = None
+
+    def _fill_pool(self, rng: np.random.Generator, writes: int | None) -> tuple[int, ...]:
+        """Map and fill the write pool; the --blockvarpct generator's first state."""
+        block_size, depth = self.block_size, self.depth
         step, count = pool_windows(block_size, depth, writes)
         size = pool_bytes(block_size, depth, writes)
         self.pool = self.mem = mmap.mmap(-1, size)
@@ -58,25 +102,45 @@ class SlotBuffer:
         self.words_np = np.frombuffer(self.mem, dtype=np.uint64)
         self.stamp_offsets = np.arange(self.stamps_per_block, dtype=np.uint64)
         # --blockvarpct refills from SFC64's raw output: ~3.6 GB/s on one core here,
-        # against ~0.3 GB/s for Generator.bytes().
+        # against ~0.3 GB/s for Generator.bytes(). The state lives in ``state.sfc``; this
+        # generator is the Python engine's, set to it per run (see refill_generator).
         self.refill = np.random.SFC64(int(rng.integers(0, 1 << 63)))
+        return tuple(int(word) for word in self.refill.state["state"]["state"])
 
     def next_block(self, length: int) -> list[memoryview]:
         """The next write window, its 4 KiB stamps made unique, cut to ``length``.
 
         Used per block in dir mode; the file-mode write loop inlines the same steps.
         """
-        window, stamp = self.next_window, self.next_stamp
+        state = self.state
+        window, stamp = state.next_window, state.next_stamp
         word = window * self.window_words
         if self.stamps_per_block == 1:
             self.words[word] = stamp
         else:
             end = word + self.stamps_per_block * (STAMP_SPACING // 8)
             self.words_np[word : end : STAMP_SPACING // 8] = self.stamp_offsets + np.uint64(stamp)
-        self.next_stamp = (stamp + self.stamps_per_block) & 0xFFFF_FFFF_FFFF_FFFF
-        self.next_window = window + 1 if window + 1 < len(self.windows) else 0
+        state.next_stamp = (stamp + self.stamps_per_block) & 0xFFFF_FFFF_FFFF_FFFF
+        state.next_window = window + 1 if window + 1 < len(self.windows) else 0
         views = self.windows[window]
         return views if length == self.block_size else [views[0][:length]]
+
+    def refill_generator(self) -> np.random.SFC64:
+        """numpy's SFC64 at the slot's --blockvarpct state, for one run of the Python engine,
+        which then hands it back with :meth:`keep_refill` (the native engine's runs advance
+        ``state.sfc`` in place)."""
+        words = np.array(self.state.sfc, dtype=np.uint64)
+        self.refill.state = {
+            "bit_generator": "SFC64",
+            "state": {"state": words},
+            "has_uint32": 0,
+            "uinteger": 0,
+        }
+        return self.refill
+
+    def keep_refill(self, generator: np.random.SFC64) -> None:
+        """The generator's state after a Python-engine run, back into the slot's."""
+        self.state.sfc = tuple(int(word) for word in generator.state["state"]["state"])
 
     def close(self) -> None:
         """Drop the slot's views and unmap its memory; never raises.
@@ -85,6 +149,9 @@ class SlotBuffer:
         alive somewhere (say, in a frame an exception holds until a GC pass), ``close``
         would raise BufferError; the memory is then unmapped when that view goes instead.
         """
+        self.run_spec = None
+        with contextlib.suppress(BufferError):  # (a C call using it: see _unmap)
+            self.state.close()
         self.read_view.clear()
         self.windows.clear()
         if hasattr(self, "words"):
@@ -93,6 +160,22 @@ class SlotBuffer:
         _unmap(self.read_mem)
         if self.pool is not None:
             _unmap(self.pool)
+
+
+def _slot_state(buf: SlotBuffer, stamp_base: int, sfc: tuple[int, ...]) -> SlotState:
+    if _Slot is None:
+        return PySlotState(stamp_base, sfc)
+    return _Slot(
+        buf.read_mem,
+        buf.read_area,
+        buf.depth,
+        pool=buf.pool,
+        window_words=buf.window_words,
+        windows=len(buf.windows),
+        stamps=buf.stamps_per_block,
+        next_stamp=stamp_base,
+        sfc=sfc,
+    )
 
 
 def _unmap(mem: mmap.mmap) -> None:

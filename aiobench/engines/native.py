@@ -7,8 +7,11 @@ slot. Its hot loops are in the C extension ``aiobench.engines._native`` (``_nati
 beside this module): a whole file-mode run per call, and in dir mode the entries of one
 parent dir per call, the walk to that dir (:class:`~aiobench.engines.nofollow.ParentDirs`)
 and the wording of errors staying in Python (:func:`~aiobench.engines.python.run_entries`).
-The extension is optional: this module imports without it, :func:`available` says whether
-it is there, :data:`build_error` why not.
+Every call takes the slot's state (``SlotBuffer.state``, a ``_native.Slot`` the C loops
+advance in place) and one ``_native.Spec`` of what to run, made once per phase and slot in
+file mode; :func:`_failure` words what every kind of call can end with. The extension is
+optional: this module imports without it, :func:`available` says whether it is there,
+:data:`build_error` why not.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 from time import perf_counter_ns
+from typing import cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +33,7 @@ from aiobench.engines.base import (
     op_error,
     short_detail,
 )
+from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.dirwalk import BlockError, entry_parents, file_flags, run_entries
 from aiobench.engines.gate import StopEvent
 from aiobench.engines.nofollow import ParentDirs, reuse_dir, symlink_error
@@ -129,125 +134,100 @@ def _queues(kind: PhaseKind, opts: IoOptions) -> bool:
 
 
 def _file_run(job: Job, ops: OpRun) -> RawBatch:
-    """A file-mode run in one call: the Python engine's ``_composed`` loop, in C; with a
-    depth above 1, plain reads and stamped writes go through Linux AIO (:func:`_aio_run`)."""
+    """A file-mode run in one call: the Python engine's ``_composed`` loop, in C
+    (``file_run``); with a depth above 1, plain reads and stamped writes go through Linux
+    AIO (``file_aio``: up to ``job.depth`` operations in flight, each timed from its
+    submission to the reaping of its completion, the instants in completion order; after an
+    operation ends past the budget nothing more is submitted and what is in flight
+    completes, so the operations done are still the first of the run, the failing one
+    excepted after an error)."""
     buf = job.buf
     assert buf is not None
-    opts, n = job.options, len(ops)
-    if job.depth > 1 and ops.mix is None and _queues(job.kind, opts):
-        return _aio_run(job, ops)
-    fd, fds = _targets(job, ops)
-    starts, ends = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    rate = opts.rate_bytes_per_s
-    intended = np.empty(n, dtype=np.int64) if rate else None
-    # The same float as the Python loop's: the schedule comes out to the nanosecond.
-    ns_per_op = buf.block_size * 1_000_000_000 / rate if rate else 0.0
-    mix, salt, pct = ops.mix, opts.verify, opts.block_var_pct
+    spec = _file_spec(job, ops, buf)
+    slot = cast("_native.Slot", buf.state)  # (made by the extension: it is built)
+    status = (_native.file_aio if spec.depth > 1 else _native.file_run)(slot, spec)
+    done = spec.done
+    batch = RawBatch(spec.starts[:done], spec.ends[:done])
+    if spec.intended is not None:
+        batch.intended = spec.intended[:done]
+    if status > _native.BUDGET:  # (in file mode every other status is a failure)
+        batch.error = _failure(status, spec, job, ops)
+    return batch
+
+
+def _file_spec(job: Job, ops: OpRun, buf: SlotBuffer) -> _native.Spec:
+    """The slot's spec for this run: what stays the same from run to run (made once per
+    phase: kind, options, depth, length and --rwmixpct are its key), given this run's
+    operations, budget and output arrays."""
+    key = (job.kind, job.options, job.depth, ops.length, ops.mix)
+    spec = buf.run_spec
+    if spec is None or spec.key != key:
+        spec = buf.run_spec = _phase_spec(job, ops, buf, key)
+    n = len(ops)
+    spec.fd, spec.fds = _targets(job, ops)
+    spec.offsets = _offsets(ops)
+    spec.starts, spec.ends = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    if spec.ns_per_op:
+        spec.intended = np.empty(n, dtype=np.int64)
+    if ops.mix is not None:
+        spec.mix_base = ops.mix.rank + ops.first_seq
+    spec.first_seq = ops.first_seq
+    spec.schedule_ns = job.schedule_start_ns
+    spec.until_ns = job.until_ns
+    spec.gate = None if job.gate is None else job.gate.word
+    return spec
+
+
+def _phase_spec(job: Job, ops: OpRun, buf: SlotBuffer, key: object) -> _native.Spec:
+    """The part of a file-mode spec that ``key`` fixes: kind, pacing, pattern, refill, depth."""
+    opts, mix, length = job.options, ops.mix, ops.length
     reading = job.kind == READ
-    var_words, sfc, sfc_state = -1, None, None
+    rate, salt, pct = opts.rate_bytes_per_s, opts.verify, opts.block_var_pct
+    var_words = -1
     if (not reading or mix is not None) and salt is None and pct is not None and buf.windows:
-        var_words = -(-ops.length * pct // 100) // 8 if pct else 0
-        if var_words:
-            sfc_state = buf.refill.state
-            sfc = np.array(sfc_state["state"]["state"], dtype=np.uint64)
-    pool_state = _pool_state(buf.next_window, buf.next_stamp) if buf.pool is not None else None
-    status, done, err, a, b, c = _native.file_run(
-        fd,
-        fds,
-        _offsets(ops),
-        ops.length,
-        reading,
-        -1 if mix is None else mix.pct,
-        0 if mix is None else mix.rank + ops.first_seq,
-        ns_per_op,
-        job.schedule_start_ns,
-        ops.first_seq,
-        salt is not None,
-        salt or 0,
-        opts.verify_direct,
-        var_words,
-        sfc,
-        buf.read_mem,
-        buf.pool,
-        buf.window_words,
-        len(buf.windows),
-        buf.stamps_per_block,
-        pool_state,
-        job.until_ns,
-        starts,
-        ends,
-        intended,
-        None if job.gate is None else job.gate.word,
+        var_words = -(-length * pct // 100) // 8 if pct else 0
+    # Linux AIO: with ``depth`` slots' worth of read memory and windows (SlotBuffer's).
+    depth = job.depth if job.depth > 1 and mix is None and _queues(job.kind, opts) else 1
+    return _native.Spec(
+        key=key,
+        length=length,
+        reading=reading,
+        mix_pct=-1 if mix is None else mix.pct,
+        # The same float as the Python loop's: the schedule comes out to the nanosecond.
+        ns_per_op=buf.block_size * 1_000_000_000 / rate if rate else 0.0,
+        verify=salt is not None,
+        salt=salt or 0,
+        verify_direct=opts.verify_direct,
+        var_words=var_words,
+        depth=depth,
     )
-    if pool_state is not None:
-        buf.next_window, buf.next_stamp = int(pool_state[0]), int(pool_state[1])
-    if sfc is not None and sfc_state is not None:
-        sfc_state["state"]["state"] = sfc
-        buf.refill.state = sfc_state
-    batch = RawBatch(starts[:done], ends[:done])
-    if intended is not None:
-        batch.intended = intended[:done]
-    if status == _native.ERRNO:
-        batch.error = op_error(job, ops, done, err, os.strerror(err))
-    elif status == _native.SHORT:
-        batch.error = op_error(job, ops, done, errno.EIO, short_detail(a, b))
-    elif status == _native.MISMATCH:
-        batch.error = mismatch_error(job, ops, done, Mismatch(a, b, c))
-    return batch
 
 
-def _aio_run(job: Job, ops: OpRun) -> RawBatch:
-    """Up to ``job.depth`` operations in flight (io_submit/io_getevents), each timed from
-    its submission to the reaping of its completion; the instants in completion order.
-
-    After an operation ends past the budget nothing more is submitted, and what is in
-    flight completes, so the operations done are still the first of the run (the failing
-    one excepted, after an error).
-    """
-    buf = job.buf
-    assert buf is not None
-    if job.depth > buf.depth:
-        raise ValueError(f"a depth of {job.depth} needs a SlotBuffer made for it")
-    n, fd, fds = len(ops), *_targets(job, ops)
-    reading = job.kind == READ
-    starts, ends = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    pool_state = None if reading else _pool_state(buf.next_window, buf.next_stamp)
-    status, done, index, err, a, b = _native.file_aio(
-        fd,
-        fds,
-        _offsets(ops),
-        ops.length,
-        reading,
-        job.depth,
-        buf.read_mem,
-        buf.read_area,
-        buf.pool,
-        buf.window_words,
-        len(buf.windows),
-        buf.stamps_per_block,
-        pool_state,
-        job.until_ns,
-        starts,
-        ends,
-        None if job.gate is None else job.gate.word,
-    )
-    if pool_state is not None:
-        buf.next_window, buf.next_stamp = int(pool_state[0]), int(pool_state[1])
-    batch = RawBatch(starts[:done], ends[:done])
-    if status == _native.ERRNO:
-        batch.error = op_error(job, ops, index, err, os.strerror(err))
-    elif status == _native.SHORT:
-        batch.error = op_error(job, ops, index, errno.EIO, short_detail(a, b))
-    elif status == _native.SETUP:
-        path = job.paths[ops.path_index if isinstance(ops.path_index, int) else ops.path_index[0]]
-        detail = f"io_setup: {os.strerror(err)}"
-        batch.error = BenchIOError(path=path, offset=None, errno=err, detail=detail)
-    return batch
-
-
-def _pool_state(window: int, stamp: int) -> npt.NDArray[np.uint64]:
-    """The slot's next window and stamp, for C to continue from and write back."""
-    return np.array([window, stamp], dtype=np.uint64)
+@overload
+def _failure(status: int, spec: _native.Spec, job: Job, ops: OpRun) -> BenchIOError: ...
+@overload
+def _failure(status: int, spec: _native.Spec, job: Job, ops: EntryRun) -> Exception: ...
+def _failure(status: int, spec: _native.Spec, job: Job, ops: OpRun | EntryRun) -> Exception:
+    """The error a C call's failure ``status`` stands for, worded as the Python engine
+    words it: a file-mode run's error, or in dir mode what ``run_entries`` words (an
+    OSError of the entry's own call, a :class:`BlockError` of one of its blocks)."""
+    err = spec.err
+    detail = os.strerror(err)
+    if status == _native.SHORT:
+        err, detail = errno.EIO, short_detail(spec.a, spec.b)
+    if isinstance(ops, OpRun):
+        if status == _native.MISMATCH:
+            return mismatch_error(job, ops, spec.index, Mismatch(spec.a, spec.b, spec.c))
+        if status == _native.SETUP:
+            index = ops.path_index if isinstance(ops.path_index, int) else ops.path_index[0]
+            detail = f"io_setup: {detail}"
+            return BenchIOError(path=job.paths[index], offset=None, errno=err, detail=detail)
+        return op_error(job, ops, spec.index, err, detail)  # ERRNO, SHORT
+    if status == _native.SYMLINK:
+        return symlink_error()
+    if status == _native.ERRNO:  # open or close: the entry's own call
+        return OSError(err, detail)
+    return BlockError(err, detail, spec.c)  # BLOCK, SHORT
 
 
 class _EntryArrays:
@@ -302,66 +282,69 @@ def _metadata(record: _EntryArrays, job: Job, run: EntryRun, parents: ParentDirs
         RMDIRS: _native.OP_RMDIR,
         STAT: _native.OP_LSTAT,
     }
-    op, flags, mode = calls.get(kind, _native.OP_OPEN_CLOSE), 0, DIR_MODE
-    if kind in (READ, WRITE):
-        flags, mode = file_flags(job), FILE_MODE
-    # --nodelerr: removing or looking at an entry that is gone already counts as done.
-    tolerate = job.options.ignore_missing and kind in (STAT, RMFILES, RMDIRS)
+    flags, mode = (file_flags(job), FILE_MODE) if kind in (READ, WRITE) else (0, DIR_MODE)
+    spec = _native.Spec(
+        op=calls.get(kind, _native.OP_OPEN_CLOSE),
+        flags=flags,
+        mode=mode,
+        # --nodelerr: removing or looking at an entry that is gone already counts as done.
+        tolerate=job.options.ignore_missing and kind in (STAT, RMFILES, RMDIRS),
+        until_ns=until_ns,
+        starts=record.starts,
+        ends=record.ends,
+    )
     for dfd, leaves in entry_parents(record, run, parents, until_ns):
-        first = 0
+        spec.dfd, spec.leaves, spec.first = dfd, leaves, 0
         while True:
-            status, record.n, first, err = _native.entries_meta(
-                op, dfd, leaves, first, until_ns, record.starts, record.ends, record.n,
-                tolerate, flags, mode,
-            )  # fmt: skip
+            spec.n = record.n
+            status = _native.entries_meta(spec)
+            record.n = spec.n
             if status == _native.DONE:
                 break
             if status == _native.BUDGET:
                 return
-            if status == _native.EXISTS:  # as elbencho: a real dir left there is reused
-                reuse_dir(leaves[first], dfd)
-                record.ends[record.n] = end = perf_counter_ns()
-                record.n += 1
-                if end > until_ns:
-                    return
-                first += 1
-            elif status == _native.SYMLINK:
-                raise symlink_error()
-            else:
-                raise OSError(err, os.strerror(err))
+            if status != _native.EXISTS:
+                raise _failure(status, spec, job, run)
+            # As elbencho: a real dir left there is reused.
+            reuse_dir(leaves[spec.first], dfd)
+            record.ends[record.n] = end = perf_counter_ns()
+            record.n += 1
+            if end > until_ns:
+                return
+            spec.first += 1
 
 
 def _files(record: _EntryArrays, job: Job, run: EntryRun, parents: ParentDirs) -> None:
     """Open + whole-file blocks + close per entry, the files of one parent dir per call."""
     buf = job.buf
     assert buf is not None
-    until_ns, writing = job.until_ns, job.kind == WRITE
-    deadline = job.deadline_ns or 1 << 62
-    stop = job.stop.flag if isinstance(job.stop, StopEvent) else None
-    pool_state = _pool_state(buf.next_window, buf.next_stamp) if writing else None
-    flags = file_flags(job)
-    try:
-        for dfd, leaves in entry_parents(record, run, parents, until_ns):
-            first = 0
-            while True:
-                status, record.n, record.n_io, first, err, a, b, c = _native.entries_files(
-                    dfd, leaves, first, until_ns, record.starts, record.ends, record.n, flags,
-                    FILE_MODE, writing, run.size, run.block, record.io_starts, record.io_ends,
-                    record.n_io, buf.read_mem, buf.pool, buf.window_words, len(buf.windows),
-                    buf.stamps_per_block, pool_state, deadline, stop,
-                )  # fmt: skip
-                if status == _native.DONE:
-                    break
-                if status in (_native.BUDGET, _native.CUT):
-                    return
-                if status == _native.FULL:
-                    record.grow()
-                elif status == _native.ERRNO:  # open or close: the entry's own call
-                    raise OSError(err, os.strerror(err))
-                elif status == _native.BLOCK:
-                    raise BlockError(err, os.strerror(err), c)
-                else:
-                    raise BlockError(errno.EIO, short_detail(a, b), c)
-    finally:
-        if pool_state is not None:
-            buf.next_window, buf.next_stamp = int(pool_state[0]), int(pool_state[1])
+    slot = cast("_native.Slot", buf.state)
+    until_ns = job.until_ns
+    spec = _native.Spec(
+        flags=file_flags(job),
+        mode=FILE_MODE,
+        reading=job.kind == READ,
+        size=run.size,
+        block=run.block,
+        until_ns=until_ns,
+        deadline_ns=job.deadline_ns or 1 << 62,
+        stop=job.stop.flag if isinstance(job.stop, StopEvent) else None,
+        starts=record.starts,
+        ends=record.ends,
+        io_starts=record.io_starts,
+        io_ends=record.io_ends,
+    )
+    for dfd, leaves in entry_parents(record, run, parents, until_ns):
+        spec.dfd, spec.leaves, spec.first = dfd, leaves, 0
+        while True:
+            spec.n, spec.n_io = record.n, record.n_io
+            status = _native.entries_files(slot, spec)
+            record.n, record.n_io = spec.n, spec.n_io
+            if status == _native.DONE:
+                break
+            if status in (_native.BUDGET, _native.CUT):
+                return
+            if status != _native.FULL:
+                raise _failure(status, spec, job, run)
+            record.grow()
+            spec.io_starts, spec.io_ends = record.io_starts, record.io_ends

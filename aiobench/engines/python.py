@@ -114,7 +114,8 @@ class PosixEngine(PosixTargets):
         n_windows, spacing, window_words = len(windows), STAMP_SPACING // 8, buf.window_words
         words, per_block = buf.words, buf.stamps_per_block
         words_np, stamp_offsets = buf.words_np, buf.stamp_offsets
-        window, stamp = buf.next_window, buf.next_stamp
+        state = buf.state
+        window, stamp = state.next_window, state.next_stamp
         fds = fds_of(job.targets)
         op_fds = repeat(fds[index]) if isinstance(index, int) else [fds[i] for i in index]
         try:
@@ -139,7 +140,7 @@ class PosixEngine(PosixTargets):
                 if end > until_ns:
                     return
         finally:
-            buf.next_window, buf.next_stamp = window, stamp
+            state.next_window, state.next_stamp = window, stamp
 
 
 class _Mismatch(Exception):
@@ -176,44 +177,52 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
     reads: Iterable[bool] = repeat(job.kind == READ)
     if ops.mix is not None:
         reads = ops.mix.is_read(first_seq, len(ops)).tolist()
-    next_data = _write_source(buf, opts, length)
+    # --blockvarpct: the slot's generator, its state handed back however the run ends.
+    varies = salt is None and opts.block_var_pct and buf.windows
+    refill = buf.refill_generator() if varies else None
+    next_data = _write_source(buf, opts, length, refill)
     all_fds = fds_of(job.targets)
     fds = repeat(all_fds[index]) if isinstance(index, int) else [all_fds[i] for i in index]
-    for n, (fd, off, read) in enumerate(zip(fds, ops.offsets, reads, strict=False)):
-        due = 0
-        if rate:
-            due = start_ns + int((first_seq + n) * ns_per_op)
-            wait = due - clock()
-            if wait > 0:
-                if due > until_ns:
-                    time.sleep(max(until_ns - clock(), 0) / 1e9)
-                    return  # the rest of the run waits for the slot's next round-trip
-                time.sleep(wait / 1e9)
-        data = read_view if read else next_data(off)
-        add_start(clock())
-        got = preadv(fd, data, off) if read else pwritev(fd, data, off)
-        end = clock()
-        if got != length:
-            raise _short_transfer(got, length)
-        if read_back and not read:
-            got = preadv(fd, read_view, off)
+    try:
+        for n, (fd, off, read) in enumerate(zip(fds, ops.offsets, reads, strict=False)):
+            due = 0
+            if rate:
+                due = start_ns + int((first_seq + n) * ns_per_op)
+                wait = due - clock()
+                if wait > 0:
+                    if due > until_ns:
+                        time.sleep(max(until_ns - clock(), 0) / 1e9)
+                        return  # the rest of the run waits for the slot's next round-trip
+                    time.sleep(wait / 1e9)
+            data = read_view if read else next_data(off)
+            add_start(clock())
+            got = preadv(fd, data, off) if read else pwritev(fd, data, off)
+            end = clock()
             if got != length:
                 raise _short_transfer(got, length)
-        if salt is not None and (read or read_back):
-            bad = check(read_view[0], off, salt)
-            if bad is not None:
-                raise _Mismatch(bad)
-        add_end(end)
-        if rate:
-            add_due(due)
-        if end > until_ns:
-            return
+            if read_back and not read:
+                got = preadv(fd, read_view, off)
+                if got != length:
+                    raise _short_transfer(got, length)
+            if salt is not None and (read or read_back):
+                bad = check(read_view[0], off, salt)
+                if bad is not None:
+                    raise _Mismatch(bad)
+            add_end(end)
+            if rate:
+                add_due(due)
+            if end > until_ns:
+                return
+    finally:
+        if refill is not None:
+            buf.keep_refill(refill)
 
 
 def _write_source(
-    buf: SlotBuffer, opts: IoOptions, length: int
+    buf: SlotBuffer, opts: IoOptions, length: int, refill: np.random.SFC64 | None
 ) -> Callable[[int], list[memoryview]]:
-    """Where each write's data comes from (called with the write's offset, untimed)."""
+    """Where each write's data comes from (called with the write's offset, untimed);
+    ``refill``: the --blockvarpct generator (None with a pct of 0)."""
     salt, pct = opts.verify, opts.block_var_pct
     if salt is not None:
         # --verify: the pattern, built in the aligned read memory (O_DIRECT needs it so).
@@ -230,11 +239,12 @@ def _write_source(
         # 0 writes the same block every time.
         block = [buf.windows[0][0][:length]]
         words = -(-length * pct // 100) // 8 if pct else 0
-        target, refill = buf.words_np[:words], buf.refill.random_raw
+        target = buf.words_np[:words]
+        draw = refill.random_raw if refill is not None else None
 
         def varied(_off: int) -> list[memoryview]:
-            if words:
-                target[:] = refill(words)
+            if words and draw is not None:
+                target[:] = draw(words)
             return block
 
         return varied

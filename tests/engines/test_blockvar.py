@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from tests.helpers import RunCli
+from aiobench.engines import native
+from aiobench.engines.base import Engine, IoOptions, Job
+from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.python import PosixEngine
+from aiobench.kinds import WRITE
+from aiobench.plan.pool import pool_bytes
+from aiobench.plan.workload import OpRun
+from tests.helpers import RunCli, fd_targets
 
 KIB = 1024
 
@@ -79,3 +88,34 @@ def test_help_states_the_cpu_cost(run_cli: RunCli) -> None:
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
     assert "--blockvarpct" in text and "CPU cost" in text
+
+
+@pytest.mark.parametrize("engines", ["python", "native", "python,native"])
+def test_refills_continue_the_slots_sfc64_stream(tmp_path: Path, engines: str) -> None:
+    """Write k refills words k*w .. k*w+w-1 of numpy's SFC64 seeded from the slot's
+    generator, whichever engine makes it (runs of two writes, engines taking turns)."""
+    if "native" in engines and not native.available():
+        pytest.skip(native.build_error)
+    choice: dict[str, Engine] = {"python": PosixEngine()}
+    if native.available():
+        choice["native"] = native.NativeEngine()
+    turns = [choice[name] for name in engines.split(",")]
+    block, pct, runs = 4096, 30, 4
+    words = -(-block * pct // 100) // 8
+    seeding = np.random.default_rng(3)  # the slot's generator, as SlotBuffer draws from it
+    seeding.bit_generator.random_raw(pool_bytes(block) // 8)
+    stream = np.random.SFC64(int(seeding.integers(0, 1 << 63))).random_raw(2 * runs * words)
+    buf = SlotBuffer(block, for_write=True, rng=np.random.default_rng(3), stamp_base=0)
+    target = tmp_path / "f"
+    fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        for k in range(runs):
+            ops = OpRun(0, [2 * k * block, (2 * k + 1) * block], block, first_seq=2 * k)
+            options = IoOptions(block_var_pct=pct)
+            job = Job(WRITE, fd_targets(["f"], [fd]), ops, buf, 1 << 62, options=options)
+            assert turns[k % len(turns)].run(job).error is None
+    finally:
+        os.close(fd)
+        buf.close()
+    data = np.frombuffer(target.read_bytes(), dtype=np.uint64).reshape(2 * runs, block // 8)
+    assert data[:, :words].tobytes() == stream.tobytes()

@@ -201,13 +201,13 @@ def slot_buffer(block: int, *, for_write: bool = True) -> SlotBuffer:
     return SlotBuffer(block, for_write=for_write, rng=np.random.default_rng(5), stamp_base=9)
 
 
-def state_of(buf: SlotBuffer) -> tuple[int, int, str]:
-    return buf.next_window, buf.next_stamp, repr(buf.refill.state)
+def state_of(buf: SlotBuffer) -> tuple[int, int, tuple[int, ...]]:
+    return buf.state.next_window, buf.state.next_stamp, buf.state.sfc
 
 
 def run_twice(
     engines: tuple[Engine, Engine], tmp_path: Path, block: int, length: int, **opts: Any
-) -> tuple[bytes, tuple[int, int, str], list[RawBatch]]:
+) -> tuple[bytes, tuple[int, int, tuple[int, ...]], list[RawBatch]]:
     """Two runs on one slot (the second continues the first's state), one per engine."""
     target = tmp_path / "f"
     target.write_bytes(np.random.default_rng(1).bytes(64 * block))
@@ -311,7 +311,7 @@ def test_pacing_ends_a_run_instead_of_sleeping_past_its_budget(tmp_path: Path, n
         buf.close()
     assert len(batch.ends) == len(batch.intended) == 2
     assert returned >= until  # it slept up to its budget, not to op 2's start
-    assert buf.next_stamp == 9 + 2  # only the started operations took a stamp
+    assert buf.state.next_stamp == 9 + 2  # only the started operations took a stamp
 
 
 def test_native_runs_release_the_gil(tmp_path: Path) -> None:
@@ -347,38 +347,39 @@ def test_native_runs_release_the_gil(tmp_path: Path) -> None:
 # -- the C functions refuse calls that do not fit ------------------------------------------
 
 
-def file_args(**over: Any) -> list[Any]:
-    buf = over.pop("buf")
+def c_slot(buf: SlotBuffer) -> _native.Slot:
+    """The C state of ``buf`` (the extension is built: this module is skipped otherwise)."""
+    assert isinstance(buf.state, _native.Slot)
+    return buf.state
+
+
+def file_spec(**over: Any) -> _native.Spec:
     n = over.pop("n", 4)
-    args: dict[str, Any] = dict(
+    fields: dict[str, Any] = dict(
         fd=-1,
-        fds=None,
         offsets=np.arange(n, dtype=np.int64) * 4096,
         length=4096,
         reading=False,
-        mix_pct=-1,
-        mix_base=0,
-        ns_per_op=0.0,
-        schedule_ns=0,
-        first_seq=0,
-        verify=False,
-        salt=0,
-        verify_direct=False,
-        var_words=-1,
-        sfc=None,
+        starts=np.empty(n, dtype=np.int64),
+        ends=np.empty(n, dtype=np.int64),
+    )
+    fields.update(over)
+    return _native.Spec(**fields)
+
+
+def pool_slot(buf: SlotBuffer, **over: Any) -> _native.Slot:
+    """A slot over ``buf``'s memory, with its geometry as ``over`` changes it."""
+    fields: dict[str, Any] = dict(
         read_mem=buf.read_mem,
+        read_area=buf.read_area,
+        depth=buf.depth,
         pool=buf.pool,
         window_words=buf.window_words,
         windows=len(buf.windows),
         stamps=buf.stamps_per_block,
-        pool_state=np.array([0, 0], dtype=np.uint64),
-        until_ns=1 << 62,
-        starts=np.empty(n, dtype=np.int64),
-        ends=np.empty(n, dtype=np.int64),
-        intended=None,
     )
-    args.update(over)
-    return list(args.values())
+    fields.update(over)
+    return _native.Slot(**fields)
 
 
 @pytest.mark.parametrize(
@@ -390,15 +391,9 @@ def file_args(**over: Any) -> list[Any]:
         dict(fds=np.zeros(3, dtype=np.int32)),
         dict(length=8192),  # more than the read memory and a window
         dict(length=-1),
-        dict(windows=1000),
-        dict(window_words=1 << 40),
-        dict(stamps=3),
-        dict(pool_state=np.array([65, 0], dtype=np.uint64)),  # no window 65
-        dict(pool_state=np.array([0], dtype=np.uint64)),
-        dict(pool=None),
         dict(var_words=1 << 20),
-        dict(var_words=4, sfc=None),
         dict(ns_per_op=1.0),  # paced without room for the due instants
+        dict(gate=np.zeros(1, dtype=np.int64)),
     ],
     ids=lambda wrong: ",".join(wrong),
 )
@@ -406,9 +401,126 @@ def test_file_run_refuses_what_does_not_fit(wrong: dict[str, Any]) -> None:
     buf = slot_buffer(4096)
     try:
         with pytest.raises(ValueError):
-            _native.file_run(*file_args(buf=buf, **wrong))
+            _native.file_run(c_slot(buf), file_spec(**wrong))
+        assert c_slot(buf).next_window == 0  # (and the slot is free for the next call)
+        assert _native.file_run(c_slot(buf), file_spec(n=0)) == _native.DONE
     finally:
         buf.close()
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        dict(windows=1000),
+        dict(window_words=1 << 40),
+        dict(stamps=3),
+        dict(windows=0),
+        dict(depth=2),  # read memory for one area
+        dict(read_area=8192),
+        dict(sfc=(1, 2, 3)),
+    ],
+    ids=lambda wrong: ",".join(wrong),
+)
+def test_a_slot_refuses_memory_that_does_not_fit(wrong: dict[str, Any]) -> None:
+    buf = slot_buffer(4096)
+    try:
+        with pytest.raises(ValueError):
+            pool_slot(buf, **wrong)
+    finally:
+        buf.close()
+
+
+def test_a_slot_refuses_runs_it_cannot_make() -> None:
+    buf, reader = slot_buffer(4096), slot_buffer(4096, for_write=False)
+    slot = c_slot(buf)
+    try:
+        slot.next_window = 65  # (settable, as the Python engine sets it) there is no window 65
+        with pytest.raises(ValueError, match="write pool"):
+            _native.file_run(slot, file_spec())
+        slot.next_window = 0
+        with pytest.raises(ValueError, match="the slot has none"):  # a write without a pool
+            _native.file_run(c_slot(reader), file_spec())
+        with pytest.raises(TypeError):
+            _native.file_run(file_spec(), slot)  # type: ignore[arg-type]
+        with pytest.raises(ValueError):
+            slot.sfc = (1, 2, 3, 4, 5)
+        slot.sfc = tuple(np.array([1, 2, 3, 1 << 63], dtype=np.uint64))  # (numpy's words too)
+        assert slot.sfc == (1, 2, 3, 1 << 63)
+        slot.close()
+        assert slot.closed and not c_slot(reader).closed
+        with pytest.raises(ValueError, match="closed"):
+            _native.file_run(slot, file_spec(n=0))
+    finally:
+        buf.close()
+        reader.close()
+    assert buf.read_mem.closed and buf.mem.closed and reader.read_mem.closed
+
+
+def test_a_spec_takes_fields_by_name_and_keeps_results_read_only() -> None:
+    spec = _native.Spec(length=4096, reading=True)
+    assert (spec.length, spec.reading, spec.mix_pct, spec.var_words, spec.fds) == (
+        4096, True, -1, -1, None
+    )  # fmt: skip
+    with pytest.raises(TypeError):
+        _native.Spec(4096)  # type: ignore[call-arg]
+    with pytest.raises(AttributeError):
+        _native.Spec(lenght=4096)
+    with pytest.raises(AttributeError):
+        spec.done = 3  # type: ignore[misc]
+
+
+def test_a_slot_keeps_its_spec_from_run_to_run(tmp_path: Path) -> None:
+    """File mode: the spec is made on a slot's first run and reused while the phase's
+    options, kind and length stay; the state it advances is the slot's, in place."""
+    target = tmp_path / "f"
+    buf = slot_buffer(4096)
+    fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+    slot = c_slot(buf)
+    try:
+        options = IoOptions()
+        for k in range(2):
+            ops = OpRun(0, [(k * 5 + i) * 4096 for i in range(5)], 4096, first_seq=5 * k)
+            job = Job(WRITE, fd_targets(["f"], [fd]), ops, buf, 1 << 62, options=options)
+            batch = native.NativeEngine().run(job)
+            assert batch.error is None and len(batch.ends) == 5
+            assert buf.state is slot and (slot.next_window, slot.next_stamp) == (
+                5 * k + 5,
+                9 + 5 * k + 5,
+            )
+            if k == 0:
+                first = buf.run_spec
+        assert buf.run_spec is first
+        ops = OpRun(0, [0], 4096)
+        job = Job(
+            WRITE, fd_targets(["f"], [fd]), ops, buf, 1 << 62, options=IoOptions(block_var_pct=5)
+        )
+        assert native.NativeEngine().run(job).error is None
+        assert buf.run_spec is not first and slot.next_window == 10  # (no stamped write)
+    finally:
+        os.close(fd)
+        buf.close()
+
+
+def test_the_python_engine_without_the_extension_writes_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build without the C extension keeps the slot state in Python: the same bytes and
+    state, the refill drawn from the same SFC64 stream."""
+    from aiobench.engines import buffers
+
+    outcomes = []
+    for where, state_type in (("c", _native.Slot), ("py", None)):
+        if state_type is None:
+            monkeypatch.setattr(buffers, "_Slot", None)
+        (tmp_path / where).mkdir()
+        data, state, _ = run_twice(
+            (PosixEngine(), PosixEngine()), tmp_path / where, 4096, 4096, block_var_pct=45
+        )
+        outcomes.append((data, state))
+    assert outcomes[0] == outcomes[1]
+    buf = slot_buffer(4096)
+    assert isinstance(buf.state, buffers.PySlotState)  # (the second run was on it)
+    buf.close()
 
 
 def test_entries_calls_refuse_what_does_not_fit(tmp_path: Path) -> None:
@@ -417,16 +529,16 @@ def test_entries_calls_refuse_what_does_not_fit(tmp_path: Path) -> None:
     two, one = np.empty(2, dtype=np.int64), np.empty(1, dtype=np.int64)
 
     def mkdirs(leaves: list[Any], first: int = 0, room: Any = two, op: int = 0) -> object:
-        return _native.entries_meta(op, dfd, leaves, first, 1 << 62, room, room, 0, False, 0, 0o777)
+        spec = _native.Spec(op=op, dfd=dfd, leaves=leaves, first=first, starts=room, ends=room)
+        return _native.entries_meta(spec)
 
     def write(size: int, block: int, io: Any) -> object:
         flags = os.O_CREAT | os.O_WRONLY
-        state = np.zeros(2, dtype=np.uint64)
-        pool = (buf.pool, buf.window_words, len(buf.windows), buf.stamps_per_block, state)
-        return _native.entries_files(
-            dfd, ["f"], 0, 1 << 62, two, two, 0, flags, 0o666, True, size, block, io, io, 0,
-            buf.read_mem, *pool, 1 << 62, None,
+        spec = _native.Spec(
+            dfd=dfd, leaves=["f"], starts=two, ends=two, flags=flags, mode=0o666, size=size,
+            block=block, io_starts=io, io_ends=io,
         )  # fmt: skip
+        return _native.entries_files(c_slot(buf), spec)
 
     try:
         with pytest.raises(ValueError):
@@ -622,7 +734,7 @@ def test_depth_writes_leave_the_bytes_of_one_at_a_time(tmp_path: Path, block: in
             )
             assert in_flight_at_most(batch) <= depth
         assert [len(b.ends) for b in [*runs, reads]] == [30, 18, 48]
-        seen.append((target.read_bytes(), buf.next_window, buf.next_stamp))
+        seen.append((target.read_bytes(), buf.state.next_window, buf.state.next_stamp))
     assert seen[0] == seen[1] == seen[2]
 
 
@@ -640,7 +752,7 @@ def test_a_depth_run_stops_submitting_past_its_budget(tmp_path: Path) -> None:
     # The first completion ended past the budget: what was in flight then completed too,
     # and those are the run's first operations (it goes on from there next time).
     assert batch.error is None and 1 <= len(batch.ends) <= 4
-    assert buf.next_stamp == len(batch.ends) and buf.next_window == len(batch.ends)
+    assert buf.state.next_stamp == len(batch.ends) == buf.state.next_window
     assert target.stat().st_size == len(batch.ends) * 4096
 
 
@@ -672,19 +784,24 @@ def test_file_aio_refuses_what_does_not_fit() -> None:
     buf = SlotBuffer(4096, for_write=False, rng=np.random.default_rng(1), stamp_base=0, depth=2)
     offsets = np.zeros(4, dtype=np.int64)
     room = np.empty(4, dtype=np.int64)
+
+    def spec(depth: int, length: int, starts: Any, reading: bool = True) -> _native.Spec:
+        return _native.Spec(
+            fd=-1, offsets=offsets, length=length, reading=reading, depth=depth, starts=starts,
+            ends=room,
+        )  # fmt: skip
+
     try:
-        for depth, area, length, starts in [
-            (3, 4096, 4096, room),  # read memory for two areas only
-            (0, 4096, 4096, room),
-            (2, 4096, 8192, room),  # longer than an area
-            (2, 4096, 4096, room[:3]),
+        for depth, length, starts in [
+            (3, 4096, room),  # read memory for two areas only
+            (0, 4096, room),
+            (2, 8192, room),  # longer than an area
+            (2, 4096, room[:3]),
         ]:
             with pytest.raises(ValueError):
-                _native.file_aio(-1, None, offsets, length, True, depth, buf.read_mem, area,
-                                 None, 0, 0, 1, None, 1 << 62, starts, room)  # fmt: skip
+                _native.file_aio(c_slot(buf), spec(depth, length, starts))
         with pytest.raises(ValueError):  # a write without a pool
-            _native.file_aio(-1, None, offsets, 4096, False, 2, buf.read_mem, 4096,
-                             None, 0, 0, 1, None, 1 << 62, room, room)  # fmt: skip
+            _native.file_aio(c_slot(buf), spec(2, 4096, room, reading=False))
     finally:
         buf.close()
 

@@ -35,7 +35,7 @@ from aiobench.run.worker import (
     Slot,
     first_done_floor,
     first_run,
-    run_thread,
+    run_slots,
 )
 from aiobench.stats.intervals import CpuSample, IntervalSeries
 from aiobench.stats.summary import active_at, progress, summarise
@@ -191,8 +191,9 @@ class PhaseRun:
             async with anyio.create_task_group() as watcher:
                 async with anyio.create_task_group() as group:
                     try:
-                        for local in range(len(streams)):
-                            group.start_soon(self._thread, local, gate)
+                        group.start_soon(
+                            run_slots, self.spec, self.state, streams, slots, gate, self._finished
+                        )
                         await gate.all_arrived()
                         job.barrier()  # the common start of all processes (all are ready)
                         self.start(gate)
@@ -202,9 +203,9 @@ class PhaseRun:
                     watcher.start_soon(self.watch)
                 watcher.cancel_scope.cancel()
             job.poll(ctx.stop)  # a stop here after the watcher's last look
+            tally = self.finish()
         finally:
-            close_buffers(slots)
-        tally = self.finish()
+            close_buffers(slots)  # (after the phase's figures: not part of its time)
         result = replace(summarise(tally), startup_ns=tally.start_ns - self.setup_ns)
         if kind == RMDIRS:
             job.barrier()  # shared dirs inside r0 may still be in other processes' hands
@@ -248,12 +249,12 @@ class PhaseRun:
         if error is not None:
             self.state.fail(error)
 
-    async def _thread(self, local: int, gate: StartGate) -> None:
+    def _finished(self, local: int, end: int) -> None:
+        """Thread ``local``'s last slot ended (its last operation at ``end``): called
+        under the phase's lock, where that slot ended."""
         state = self.state
-        stream = self.streams[local]
-        end = await run_thread(self.spec, state, stream, self.slots[local], gate)
         self.finished[local] = end
-        if stream.total_ops == 0:
+        if self.streams[local].total_ops == 0:
             return  # a thread without work (shared dirs) neither finishes first nor last
         if state.first_done_ns is None:
             self.cpu_first = _cpu_now()
@@ -271,9 +272,6 @@ class PhaseRun:
         start_ns = perf_counter_ns()
         limit_ns = cfg.timelimit_ns or cfg.timelimit_s * 1_000_000_000
         deadline_ns = start_ns + limit_ns if limit_ns else 0
-        # The released runs take the clock from the gate; the slots see state.clock only
-        # once this returns (their accounting runs on this loop).
-        gate.open(start_ns, deadline_ns, stopped=state.stop.is_set())
         self.cpu_start = CpuSample(start_ns, cpu_start)
         series = self.series = IntervalSeries(
             start_ns=start_ns,
@@ -283,9 +281,12 @@ class PhaseRun:
             cpus=self.about.cpus,
         )
         series.sample_cpu(0, self.cpu_start)
-        state.clock = Clock(start_ns, deadline_ns, series, ctx.coordinator.timeline(start_ns))
         if cfg.infloop:
             series.endless_until_ns = deadline_ns
+        # The slots account their runs in their own threads: the clock they add to is in
+        # place before the released runs can end.
+        state.clock = Clock(start_ns, deadline_ns, series, ctx.coordinator.timeline(start_ns))
+        gate.open(start_ns, deadline_ns, stopped=state.stop.is_set())
 
     async def watch(self) -> None:
         """Live progress every interval, and each interval's record as soon as it is
@@ -316,11 +317,13 @@ class PhaseRun:
             # Units ending inside an interval may still be in a run handed over before its
             # end. With no run out, nothing ends after the last end seen until a slot starts
             # again: the interval holding that end stays open for finish() to cut there.
-            if not state.first_done_final:  # (also keeps the slots' rings short)
-                first_done_floor(state, self.streams, self.slots, self.finished)
-            busy = [s.busy_since_ns for s in all_slots if s.busy_since_ns]
-            horizon = min(busy) if busy else max(s.last_end_ns for s in all_slots)
-            for record in series.close_until(horizon, active):
+            with state.lock:  # (the slots account their runs in their own threads)
+                if not state.first_done_final:  # (also keeps the slots' rings short)
+                    first_done_floor(state, self.streams, self.slots, self.finished)
+                busy = [s.busy_since_ns for s in all_slots if s.busy_since_ns]
+                horizon = min(busy) if busy else max(s.last_end_ns for s in all_slots)
+                records = series.close_until(horizon, active)
+            for record in records:
                 ctx.observer.interval(name, record)
             ctx.coordinator.poll(ctx.stop)
             wait = next_tick - now

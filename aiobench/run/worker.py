@@ -1,10 +1,12 @@
-"""One benchmark thread: a coroutine with ``--iodepth`` slots — the only hot loop.
+"""One benchmark thread's slots (``--iodepth`` per thread) — the only hot loop.
 
-Each slot repeatedly takes a run of operations from its thread's stream and carries it to
-the executor in one round-trip; the executor thread ends the run after ``TARGET_BATCH_NS``
-(or at the time limit) and the slot keeps what is left for its next run. Operations are
-timed one by one in the executor thread. An engine that runs on the event loop (S3) runs
-its runs there instead, with budgets of ``LOOP_BATCH_NS``.
+Each slot runs its whole phase in one executor thread (:func:`_slot_loop`): it takes a
+run of operations from its thread's stream, hands it to the engine, which ends it after
+``TARGET_BATCH_NS`` (or at the time limit; the slot keeps what is left for its next run),
+and folds and accounts it there, beside the other slots' I/O. The event loop only starts
+the phase, watches its intervals and learns when the last slot has ended. Operations are
+timed one by one by the engine. An engine that runs on the event loop (S3) runs its runs
+there instead, in one task per slot, with budgets of ``LOOP_BATCH_NS``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from collections.abc import Sequence
-from concurrent.futures import Executor
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
+from functools import partial
 from time import perf_counter_ns
 from typing import cast
 
@@ -34,13 +37,13 @@ from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
 
-# A round-trip to the executor costs tens of microseconds, and up to a scheduler time slice
-# (~1 ms) when the I/O threads keep every core busy and the event loop waits for one. Runs
-# of ~50 ms keep that at a few percent. The engine itself ends a run once an operation
+# A run ends every ~50 ms so that its operations reach the interval series, the live line
+# and FIRST DONE's bookkeeping that late at most, and each run's folding and accounting
+# (~0.1 ms) stays a few thousandths of it. The engine itself ends a run once an operation
 # ends past its budget (or the time limit), so a run never overstays whatever the pace.
 TARGET_BATCH_NS = 50_000_000
-# A run on the event loop (an AsyncEngine's) has no round-trip to pay for, but folding and
-# accounting a run still costs ~0.1 ms; an S3 request takes milliseconds, so runs of 50 ms
+# A run on the event loop (an AsyncEngine's) costs the same ~0.1 ms to fold and account;
+# an S3 request takes milliseconds, so runs of 50 ms
 # would carry only a few of them and that cost would show in its CPU per request. Such
 # runs get longer budgets: the live line and intervals are then up to this late (each
 # operation keeps its own end instant, so intervals stay exact).
@@ -164,7 +167,7 @@ class Slot:
     ring: deque[tuple[Done, Counts]] = field(default_factory=deque)
     snapshot: Counts | None = None
     per_path: Int64Array | None = None
-    busy_since_ns: int = 0  # when the run now in the executor was handed over; 0 = idle
+    busy_since_ns: int = 0  # nothing it has yet to account ends before this; 0 = ended
 
     @property
     def totals(self) -> Counts:
@@ -330,16 +333,42 @@ def first_run(stream: Stream, slot: Slot, siblings: int, slots: int) -> bool:
     return slot.pending is not None
 
 
-async def _run_slot(
+def _slot_loop(
     spec: PhaseSpec,
     state: PhaseState,
     stream: Stream,
     slot: Slot,
     siblings: int,
-    gate: StartGate,
+    first: StartGate | None,
+    take_lock: threading.Lock,
 ) -> None:
-    loop = asyncio.get_running_loop()
-    on_loop = runs_on_loop(spec.engine)
+    """A slot's whole phase, in one executor thread: run after run, each folded and
+    accounted here, beside the other slots' I/O. The event loop's work is then per phase
+    and per interval, not per run or per slot (at ``-t 256`` the per-run round-trips to
+    the loop cost ~12 % of two cores), and the slot keeps its thread (and with it the
+    engine's per-slot state, such as a queue that carries over from run to run)."""
+    while first is not None or not state.stop.is_set():
+        deadline_ns = state.clock.deadline_ns
+        if deadline_ns and perf_counter_ns() >= deadline_ns:
+            return
+        run = slot.pending
+        if run is None:
+            with take_lock:  # (the thread's slots share its stream)
+                run = _take(stream, slot, siblings)
+        slot.pending = None
+        if run is None:
+            return
+        done, error = _execute(spec, state, slot, run, first)
+        first = None
+        if not _settle(spec, state, slot, run, done, error):
+            return
+
+
+async def _loop_slot(
+    spec: PhaseSpec, state: PhaseState, stream: Stream, slot: Slot, siblings: int, gate: StartGate
+) -> None:
+    """:func:`_slot_loop` for an engine that runs on the event loop (:class:`AsyncEngine`),
+    its runs awaited here, one after another."""
     first: StartGate | None = gate if slot.pending is not None else None
     while first is not None or not state.stop.is_set():
         deadline_ns = state.clock.deadline_ns
@@ -349,37 +378,139 @@ async def _run_slot(
         slot.pending = None
         if run is None:
             return
-        slot.busy_since_ns = perf_counter_ns()
-        if on_loop:
-            done, error = await _execute_async(spec, state, slot, run, first)
-        else:
-            done, error = await loop.run_in_executor(
-                spec.executor, _execute, spec, state, slot, run, first
-            )
+        done, error = await _execute_async(spec, state, slot, run, first)
         first = None
-        _account(state, slot, done)
-        slot.busy_since_ns = 0
-        if error is not None:
-            state.fail(error)
+        if not _settle(spec, state, slot, run, done, error):
             return
-        ends = done.ends
-        if ends.size < len(run):
-            slot.pending = run.after(int(ends.size))
-        if ends.size > 1:
-            # Hand over a little more than the budget holds at this pace; the rest waits.
-            op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (int(ends.size) - 1)
-            slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * spec.batch_ns / op_ns)))
 
 
-async def run_thread(
-    spec: PhaseSpec, state: PhaseState, stream: Stream, slots: list[Slot], gate: StartGate
-) -> int:
-    """Run one thread rank's slots to completion; return the instant its last op ended.
+def _settle(
+    spec: PhaseSpec,
+    state: PhaseState,
+    slot: Slot,
+    run: Run,
+    done: Done,
+    error: BenchIOError | None,
+) -> bool:
+    """A run's results accounted, and what it left for the slot's next run; whether the
+    slot goes on. The slot counts as busy from here to the end of its next run (its next
+    operation cannot end before now), so the watcher never closes an interval over it."""
+    with state.lock:  # (the interval series and timeline are shared with the watcher)
+        _account(state, slot, done)
+        slot.busy_since_ns = perf_counter_ns()
+    if error is not None:
+        state.fail(error)
+        return False
+    ends = done.ends
+    if ends.size < len(run):
+        slot.pending = run.after(int(ends.size))
+    if ends.size > 1:
+        # Hand over a little more than the budget holds at this pace; the rest waits.
+        op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (int(ends.size) - 1)
+        slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * spec.batch_ns / op_ns)))
+    return True
+
+
+class _Ends:
+    """Which slots have ended, counted where they end (an executor thread or the loop):
+    ``finished(local, end)`` runs under the phase's lock once all of thread ``local``'s
+    slots have, and the loop is woken once, when the last slot of the phase has."""
+
+    def __init__(
+        self, state: PhaseState, slots: list[list[Slot]], finished: Callable[[int, int], None]
+    ) -> None:
+        self.state, self.slots, self.finished = state, slots, finished
+        self.left = [len(rank_slots) for rank_slots in slots]
+        self.remaining = sum(self.left)
+        self.failure: BaseException | None = None
+        self.loop = asyncio.get_running_loop()
+        self.all_ended = asyncio.Event()
+        if not self.remaining:
+            self.all_ended.set()
+
+    def ended(self, local: int, slot: Slot, failure: BaseException | None = None) -> None:
+        state = self.state
+        with state.lock:
+            slot.busy_since_ns = 0
+            if failure is not None and self.failure is None:
+                self.failure = failure
+            self.left[local] -= 1
+            if not self.left[local]:
+                end = max(s.last_end_ns for s in self.slots[local])
+                self.finished(local, end or state.clock.start_ns)
+            self.remaining -= 1
+            last = not self.remaining
+        if last:
+            self.loop.call_soon_threadsafe(self.all_ended.set)
+
+
+def _slot_thread(ends: _Ends, local: int, slot: Slot, loop: Callable[[], None]) -> None:
+    """A slot's :func:`_slot_loop` in its executor thread, its end (or failure) counted."""
+    failure: BaseException | None = None
+    try:
+        loop()
+    except BaseException as exc:  # (handed to the loop, which raises it)
+        failure = exc
+        ends.state.stop.set()
+    finally:
+        ends.ended(local, slot, failure)
+
+
+async def _slot_task(
+    ends: _Ends, local: int, slot: Slot, loop: Callable[[], Awaitable[None]]
+) -> None:
+    try:
+        await loop()
+    finally:
+        ends.ended(local, slot)
+
+
+async def run_slots(
+    spec: PhaseSpec,
+    state: PhaseState,
+    streams: Sequence[Stream],
+    slots: list[list[Slot]],
+    gate: StartGate,
+    finished: Callable[[int, int], None],
+) -> None:
+    """Run every thread rank's slots to completion; ``finished(local, end)`` is called
+    (under ``state.lock``) as thread ``local``'s last slot ends, with the instant its last
+    operation ended (the phase's start if it had none).
 
     Each slot holding its first run (:func:`first_run`) hands it over at once; it starts
-    when ``gate`` opens."""
-    async with anyio.create_task_group() as group:
-        for slot in slots:
-            group.start_soon(_run_slot, spec, state, stream, slot, len(slots), gate)
-    finished = max(slot.last_end_ns for slot in slots)
-    return finished if finished else state.clock.start_ns
+    when ``gate`` opens. An executor engine's slot runs its whole phase in one executor
+    thread (:func:`_slot_loop`); an event-loop engine's in a task of its own."""
+    ends = _Ends(state, slots, finished)
+    for rank_slots in slots:
+        for slot in rank_slots:
+            slot.busy_since_ns = perf_counter_ns()
+    if runs_on_loop(spec.engine):
+        async with anyio.create_task_group() as group:
+            for local, (stream, rank_slots) in enumerate(zip(streams, slots, strict=True)):
+                for slot in rank_slots:
+                    task = partial(_loop_slot, spec, state, stream, slot, len(rank_slots), gate)
+                    group.start_soon(_slot_task, ends, local, slot, task)
+        return
+    futures: list[tuple[Future[None], int, Slot]] = []
+    for local, (stream, rank_slots) in enumerate(zip(streams, slots, strict=True)):
+        take_lock = threading.Lock()
+        for slot in rank_slots:
+            first = gate if slot.pending is not None else None
+            body = partial(_slot_loop, spec, state, stream, slot, len(rank_slots), first, take_lock)
+            future = spec.executor.submit(_slot_thread, ends, local, slot, body)
+            futures.append((future, local, slot))
+    try:
+        await ends.all_ended.wait()
+    except BaseException:
+        # Cancelled (the phase is torn down): each loop ends after its current run, and
+        # the slots' memory must outlive those runs. A slot whose loop never started
+        # counts as ended here.
+        state.stop.set()
+        for future, local, slot in futures:
+            if future.cancel():
+                ends.ended(local, slot)
+        with anyio.CancelScope(shield=True):
+            await ends.all_ended.wait()
+        raise
+    if ends.failure is not None:
+        raise ends.failure

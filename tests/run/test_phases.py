@@ -20,6 +20,7 @@ from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ
 from aiobench.plan.layout import Stream
 from aiobench.plan.workload import Layout, OpRun, Slice
+from aiobench.run import worker
 from aiobench.run.phases import PhaseRun, run_phase
 from aiobench.run.worker import Done, PhaseState, Slot, first_done_floor
 from aiobench.run.worker import _account as account
@@ -299,3 +300,91 @@ def test_slots_keep_only_the_runs_first_done_may_still_fall_in() -> None:
     account(state, slots[1][0], done(32, [50]))
     assert slots[1][0].snapshot == (2, 2 * 4096, 0, 0, 0) and not slots[1][0].ring  # 11, 21
     assert slots[0][0].snapshot_at(30) == (6, 6 * 4096, 0, 0, 0)
+
+
+class ThreadsPerSlot(NullEngine):
+    """The null engine, keeping which executor threads ran each slot's runs (a slot is
+    its buffer) and the thread of every accounting."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda _: 2_000_000)
+        self.runs: dict[int, list[int]] = {}
+        self.lock = threading.Lock()
+
+    def run(self, job: Job) -> RawBatch:
+        with self.lock:
+            self.runs.setdefault(id(job.buf), []).append(threading.get_ident())
+        return super().run(job)
+
+
+async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 threads x 2 slots, 60 operations of 2 ms each per slot: runs of ~50 ms, so every
+    # slot makes several. Each keeps its executor thread (an engine's per-slot state, such
+    # as a queue carried from run to run, stays with it), and every run is accounted in
+    # that thread, none on the event loop (whose work is then per phase, not per run).
+    accounted: list[int] = []
+    real_account = worker._account
+
+    def spy(state: PhaseState, slot: Slot, done: Done) -> None:
+        accounted.append(threading.get_ident())
+        real_account(state, slot, done)
+
+    monkeypatch.setattr(worker, "_account", spy)
+    cfg = make_cfg(
+        [str(tmp_path / "a")],
+        threads=2,
+        iodepth=2,
+        block="4k",
+        size=str(240 * 4096),
+        write=False,
+        read=True,
+    )
+    engine = ThreadsPerSlot()
+    ctx = context(cfg, Layout((240 * 4096,), 4096), engine)
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert phase.last_done.ops == 240
+    assert len(engine.runs) == 4
+    assert all(len(threads) >= 2 for threads in engine.runs.values()), engine.runs
+    assert all(len(set(threads)) == 1 for threads in engine.runs.values()), engine.runs
+    assert len({threads[0] for threads in engine.runs.values()}) == 4
+    assert len(accounted) == sum(len(threads) for threads in engine.runs.values())
+    assert threading.get_ident() not in accounted
+
+
+class Broken(NullEngine):
+    """The null engine, until its third run raises (a bug, not an I/O error)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda _: 1_000_000)
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def run(self, job: Job) -> RawBatch:
+        with self.lock:
+            self.calls += 1
+            if self.calls == 3:
+                raise RuntimeError("the engine broke")
+        return super().run(job)
+
+
+async def test_an_engine_failing_in_its_thread_ends_the_phase_with_its_exception(
+    tmp_path: Path,
+) -> None:
+    # The slot loops run in executor threads: an exception there reaches the phase's
+    # caller, and the other slots stop (no hang waiting for them to finish their work).
+    cfg = make_cfg([str(tmp_path / "a")], threads=2, block="4k", size="4m", write=False, read=True)
+    ctx = context(cfg, Layout((1024 * 4096,), 4096), Broken())
+    started = perf_counter_ns()
+    try:
+        with pytest.raises(BaseExceptionGroup) as raised:  # (the phase's task groups')
+            await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert raised.group_contains(RuntimeError, match="the engine broke", depth=None)
+    assert ctx.stop.is_set()
+    assert perf_counter_ns() - started < 3_000_000_000  # (1024 ops x 1 ms would be 1.5 s+)

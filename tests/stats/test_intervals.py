@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
@@ -38,7 +38,7 @@ from aiobench.plan.workload import Layout, OpRun
 from aiobench.results.events import Observer
 from aiobench.results.model import IntervalStats, PhaseResult, Progress
 from aiobench.run import phases
-from aiobench.run.worker import PhaseSpec, PhaseState, Slot, run_thread
+from aiobench.run.worker import PhaseSpec, PhaseState, Slot, run_slots
 from aiobench.stats.intervals import CpuSample, IntervalSeries, cpu_percent
 from aiobench.stats.recorders import Int64Array
 from aiobench.stats.tally import PhaseTally
@@ -437,16 +437,20 @@ async def test_last_interval_is_cut_at_last_done_even_when_the_loop_is_late(
     # The event loop notices that the threads are done a little late (a busy machine, slow
     # output): meanwhile the live-interval ticks go on. Intervals after the last-done
     # instant must not be recorded, and the last one is still cut at that instant.
-    real = run_thread
+    real = run_slots
 
     async def late(
-        spec: PhaseSpec, state: PhaseState, stream: Stream, slots: list[Slot], gate: StartGate
-    ) -> int:
-        end = await real(spec, state, stream, slots, gate)
+        spec: PhaseSpec,
+        state: PhaseState,
+        streams: Sequence[Stream],
+        slots: list[list[Slot]],
+        gate: StartGate,
+        finished: Callable[[int, int], None],
+    ) -> None:
+        await real(spec, state, streams, slots, gate, finished)
         await anyio.sleep(0.1)
-        return end
 
-    monkeypatch.setattr("aiobench.run.phases.run_thread", late)
+    monkeypatch.setattr("aiobench.run.phases.run_slots", late)
     interval_ns = 20 * MS
     phase, _, log = await observed_phase(
         tmp_path, NullEngine(lambda _: MS), interval_ns=interval_ns, ops=50

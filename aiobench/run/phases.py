@@ -149,6 +149,7 @@ class PhaseRun:
         self.state = PhaseState(stop=ctx.stop)
         self.slots: list[list[Slot]] = []
         self.finished: list[int] = [0] * len(self.streams)  # each thread's finish (0: not yet)
+        self.idle: list[int] = []  # threads that ended before the clock started
         self.planned = [stream.total_ops for stream in self.streams]
         # Set by start(), and when the first thread with work finishes:
         self.wall_start: datetime.datetime | None = None
@@ -253,6 +254,11 @@ class PhaseRun:
         """Thread ``local``'s last slot ended (its last operation at ``end``): called
         under the phase's lock, where that slot ended."""
         state = self.state
+        if not end:  # none of its operations ended: it ended at the start
+            end = state.clock.start_ns
+            if not end:  # (before the clock started: start() sets it)
+                self.idle.append(local)
+                return
         self.finished[local] = end
         if self.streams[local].total_ops == 0:
             return  # a thread without work (shared dirs) neither finishes first nor last
@@ -285,7 +291,11 @@ class PhaseRun:
             series.endless_until_ns = deadline_ns
         # The slots account their runs in their own threads: the clock they add to is in
         # place before the released runs can end.
-        state.clock = Clock(start_ns, deadline_ns, series, ctx.coordinator.timeline(start_ns))
+        clock = Clock(start_ns, deadline_ns, series, ctx.coordinator.timeline(start_ns))
+        with state.lock:  # (threads that ended before the start are seen to end at it)
+            state.clock = clock
+            for local in self.idle:
+                self._finished(local, start_ns)
         gate.open(start_ns, deadline_ns, stopped=state.stop.is_set())
 
     async def watch(self) -> None:

@@ -336,6 +336,22 @@ def test_dirsharing_uses_one_set_of_dirs(
     assert doc["RMDIRS"]["last_done"]["entries"] == 2
 
 
+def test_a_thread_without_work_ends_at_the_phase_start(
+    run_cli: RunCli, tmp_path: Path, layout_root: Path, validator: Draft202012Validator
+) -> None:
+    # With --dirsharing, 3 threads and 1 dir, threads 1 and 2 have nothing to create or
+    # remove: their slots end before the clock starts, and their finish is the start
+    # (elapsed 0), not an instant before it.
+    out = tmp_path / "j.json"
+    args = ("-t", "3", "-n", "1", "-N", "2", "-s", "0", "--dirsharing")
+    ok(run_cli("-d", "-w", "-F", "-D", *args, str(layout_root), "--json", str(out)))
+    doc = phases_of(read_doc(out, validator))
+    for phase in ("MKDIRS", "RMDIRS"):
+        elapsed = [t["elapsed_ns"] for t in doc[phase]["threads"]]
+        assert elapsed[0] > 0 and elapsed[1:] == [0, 0], (phase, elapsed)
+        assert doc[phase]["last_done"]["entries"] == 1
+
+
 def test_dirsharing_over_two_paths(run_cli: RunCli, tmp_path: Path) -> None:
     one, two = tmp_path / "D1", tmp_path / "D2"
     one.mkdir()

@@ -24,6 +24,9 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     3, extended without a bump — meta.config.lat, .latpercent, .latpercent9s, .lathisto,
         .cpu (the table rows the run showed) and .dryrun; a config without them comes from an
         aiobench that always showed the latency and percentile rows.
+    3, extended without a bump — phases[].mean_inflight_ops (the sum of the phase's I/O
+        latencies over last_done.elapsed_ns) and phases[].loop_cpu_ns (the event-loop
+        thread's CPU time over the phase); a phase without them reads as 0.
 """
 
 from __future__ import annotations
@@ -330,6 +333,10 @@ class PhaseResult:
     # Object storage: each GET's time to first byte, from sending it to its first body byte.
     ttfb_latency: LatencySummary | None = None
     peak_inflight_ops: int
+    # Over LAST DONE's time: the mean operations in flight (the sum of their latencies over
+    # elapsed_ns, Little's law) and the event loop's (main) thread's CPU time.
+    mean_inflight_ops: float = 0.0
+    loop_cpu_ns: int = 0
     # The untimed setup before the common start (buffers, first runs handed over).
     startup_ns: int = 0
     threads: tuple[ThreadTotals, ...]

@@ -11,7 +11,7 @@ import datetime
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from time import perf_counter_ns, process_time_ns
+from time import perf_counter_ns, process_time_ns, thread_time_ns
 
 import anyio
 
@@ -275,6 +275,7 @@ class PhaseRun:
         wall_start = self.wall_start = datetime.datetime.now(datetime.UTC)
         ctx.observer.phase_started(self.about.name, wall_start)
         cpu_start = process_time_ns()
+        self.loop_cpu_start_ns = thread_time_ns()  # this (the loop's) thread's own CPU time
         start_ns = perf_counter_ns()
         limit_ns = cfg.timelimit_ns or cfg.timelimit_s * 1_000_000_000
         deadline_ns = start_ns + limit_ns if limit_ns else 0
@@ -378,6 +379,7 @@ class PhaseRun:
             cpu_last=cpu_last,
             threads=threads,
             peak_inflight=state.peak_inflight,
+            loop_cpu_ns=thread_time_ns() - self.loop_cpu_start_ns,
             intervals=tuple(series.closed),
             timeline=clock.timeline,
             stopped=state.stop.is_set(),

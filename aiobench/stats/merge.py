@@ -63,6 +63,9 @@ def merge_phase(parts: Sequence[RankPart]) -> PhaseResult:
         write_latency=merge_latency([p.write_latency for p in phases]),
         ttfb_latency=merge_latency([p.ttfb_latency for p in phases]),
         peak_inflight_ops=sum(p.peak_inflight_ops for p in phases),
+        # Every rank's operations are in flight at once: the job's mean is their sum.
+        mean_inflight_ops=sum(p.mean_inflight_ops for p in phases),
+        loop_cpu_ns=sum(p.loop_cpu_ns for p in phases),  # one event loop per rank
         startup_ns=max(p.startup_ns for p in phases),  # the job starts once all are ready
         threads=threads,
         targets=_merge_targets(phases),

@@ -149,6 +149,9 @@ def summarise(tally: PhaseTally) -> PhaseResult:
     )
     pct = about.rwmix_pct
     mixed = pct is not None
+    # Little's law: the exact sum of every operation's latency (writes and reads apart under
+    # --rwmixpct) over the phase's time is the mean number in flight.
+    busy_ns = latency.sum_ns + reads.sum_ns
     io_latency = latency.summary()
     read_latency = write_latency = None
     if mixed:  # the slots' recorders held the writes; the I/O latency is of both kinds
@@ -181,6 +184,8 @@ def summarise(tally: PhaseTally) -> PhaseResult:
         entry_latency=entry_latency.summary() if about.dir_mode else None,
         sched_latency=sched.summary() if about.rate_limited else None,
         peak_inflight_ops=tally.peak_inflight,
+        mean_inflight_ops=busy_ns / last_done.elapsed_ns if last_done.elapsed_ns > 0 else 0.0,
+        loop_cpu_ns=tally.loop_cpu_ns,
         threads=tuple(threads),
         targets=target_totals(about.paths, tally.threads, worked, last_done),
         endpoints=endpoint_totals(threads, about.servers),

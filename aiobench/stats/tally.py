@@ -72,3 +72,6 @@ class PhaseTally:
     timeline: CounterTimeline | None  # under MPI: counts to read at the job's FIRST DONE
     stopped: bool  # by a signal or an error (here or at a peer)
     error: BenchIOError | None
+    # CPU time of the event loop's (main) thread from the common start to the phase's end
+    # (thread_time_ns): the harness's own cost, apart from the I/O threads'.
+    loop_cpu_ns: int = 0

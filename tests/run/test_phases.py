@@ -1,4 +1,4 @@
-"""Phase runner on the null engine: first/last-done math, exactness, in-flight peak."""
+"""Phase runner on the null engine: first/last-done math, exactness, in-flight peak and mean."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from aiobench.engines.base import Engine, Job, RawBatch
 from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.gate import StartGate
 from aiobench.engines.null import NullEngine
-from aiobench.kinds import READ
+from aiobench.kinds import READ, WRITE
 from aiobench.plan.layout import Stream
 from aiobench.plan.workload import Layout, OpRun, Slice
 from aiobench.run import worker
@@ -125,6 +125,50 @@ async def test_peak_inflight_is_threads_times_iodepth(
         ctx.executor.shutdown()
     assert phase.peak_inflight_ops == threads * iodepth
     assert phase.last_done.ops == 64
+
+
+@pytest.mark.parametrize(
+    ("threads", "iodepth", "rwmixpct"), [(2, 16, None), (2, 1, None), (2, 1, 50)]
+)
+async def test_mean_inflight_is_the_latency_sum_over_the_elapsed_time(
+    tmp_path: Path, threads: int, iodepth: int, rwmixpct: int | None
+) -> None:
+    cfg = make_cfg(
+        [str(tmp_path / "a")],
+        threads=threads,
+        iodepth=iodepth,
+        block="4k",
+        size="256k",
+        write=rwmixpct is not None,
+        read=rwmixpct is None,
+        **({} if rwmixpct is None else {"rwmixpct": rwmixpct}),
+    )
+    layout = Layout((64 * 4096,), 4096)
+    # Every operation sleeps 20 ms (at least), on threads x iodepth slots (one per thread
+    # under --rwmixpct): 64 operations in flight for at least 64 x 20 ms in all.
+    ctx = context(cfg, layout, NullEngine(lambda _: 20_000_000))
+    try:
+        phase, tally = await run_phase(ctx, READ if rwmixpct is None else WRITE, 0)
+    finally:
+        ctx.executor.shutdown()
+    slots = threads * (iodepth if rwmixpct is None else 1)
+    elapsed = phase.last_done.elapsed_ns
+    lat = phase.io_latency  # reads and writes together under --rwmixpct
+    assert lat.count == phase.last_done.ops == 64
+    if rwmixpct is not None:
+        assert phase.read_latency is not None and phase.write_latency is not None
+        # (the null engine's operations count as reads: the slots' read recorders)
+        assert phase.read_latency.count + phase.write_latency.count == 64
+        assert phase.read_latency.count > 0
+    busy = sum(s.recorder.sum_ns + s.read_recorder.sum_ns for t in tally.threads for s in t.slots)
+    assert busy >= 64 * 20_000_000
+    assert phase.mean_inflight_ops == busy / elapsed
+    assert phase.mean_inflight_ops == pytest.approx(lat.mean_ns * lat.count / elapsed, rel=1e-3)
+    # No more than the slots can be in flight, and all of them were for most of the phase.
+    assert 64 * 20_000_000 / elapsed <= phase.mean_inflight_ops <= slots
+    # The event loop's thread did some work, and no more than the phase lasted.
+    assert 0 < phase.loop_cpu_ns == tally.loop_cpu_ns
+    assert phase.loop_cpu_ns <= perf_counter_ns() - tally.start_ns
 
 
 async def test_time_limit_stops_the_phase(tmp_path: Path) -> None:

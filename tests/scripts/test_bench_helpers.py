@@ -27,9 +27,10 @@ from aiobench_bench.report import (
     [("64M", 64 * MIB), ("1g", GIB), ("1536m", 1536 * MIB), (" 2G ", 2 * GIB), ("1T", 1 << 40)],
 )
 def test_size_options_read_aiobench_sizes(text: str, expected: int) -> None:
-    args = parse_args(["--size", text, "--seed2-size", text])
+    args = parse_args(["--size", text, "--seed2-size", text, "--depth-size", text])
     assert args.size == expected
     assert args.seed2_size == expected
+    assert args.depth_size == expected
 
 
 @pytest.mark.parametrize(
@@ -59,11 +60,13 @@ def test_quick_and_full_defaults_and_explicit_values_win() -> None:
     assert (quick.size, quick.seed2_size, quick.runtime) == (64 * MIB, 256 * MIB, 1)
     full = parse_args([])
     assert (full.size, full.seed2_size, full.runtime) == (GIB, 2 * GIB, 5)
+    assert (quick.depth_size, full.depth_size) == (256 * MIB, GIB)
     assert parse_args(["--quick", "--size", "128M"]).size == 128 * MIB
 
 
 def test_sections_come_in_report_order() -> None:
     assert section_list("ramp, data") == ["data", "ramp"]
+    assert section_list("ramp,depth,seed2") == ["seed2", "depth", "ramp"]
     assert section_list("ramp,all") == ["all"]
     with pytest.raises(argparse.ArgumentTypeError, match="unknown section 'nope'"):
         section_list("data,nope")

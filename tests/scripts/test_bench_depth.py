@@ -1,0 +1,209 @@
+"""Pure logic of the bench's depth section: fio's iodepth distribution, the figures read from
+each tool's result, the command lines and the targets. Nothing here runs a tool."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from aiobench_bench.common import NAN, ToolError
+from aiobench_bench.depth import (
+    ALL_ROWS,
+    CACHE_ROWS,
+    LOOP_ROWS,
+    ZRAM_ROWS,
+    DepthRow,
+    aiobench_argv,
+    aiobench_depth_figures,
+    depth_summarise,
+    depth_targets,
+    elbencho_figures,
+    fio_argv,
+    fio_depth_figures,
+    fio_mean_depth,
+    little_inflight,
+)
+
+# fio's iodepth_level keys, all at 0 %.
+LEVELS = {"1": 0.0, "2": 0.0, "4": 0.0, "8": 0.0, "16": 0.0, "32": 0.0, ">=64": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("shares", "mean"),
+    [
+        ({"1": 100.0}, 1.0),
+        ({"16": 100.0}, 16.0),
+        ({"32": 99.9, "16": 0.1}, (32 * 99.9 + 16 * 0.1) / 100),  # ramping up to qd 32
+        ({">=64": 100.0}, 64.0),
+        ({"1": 50.0, "2": 50.0}, 1.5),
+        ({"8": 33.0, "16": 33.0}, 12.0),  # rounded shares not adding up to 100 %
+    ],
+)
+def test_fio_mean_depth_averages_the_buckets_lower_bounds(
+    shares: dict[str, float], mean: float
+) -> None:
+    assert fio_mean_depth(LEVELS | shares) == pytest.approx(mean)
+
+
+def test_fio_mean_depth_without_shares_is_nan() -> None:
+    assert math.isnan(fio_mean_depth(LEVELS))
+    assert math.isnan(fio_mean_depth({}))
+
+
+def test_littles_law() -> None:
+    # 100 k IOPS at 160 µs each: 16 in flight.
+    assert little_inflight(100_000, 160_000) == pytest.approx(16.0)
+
+
+def fio_doc(levels: dict[str, float]) -> dict[str, Any]:
+    read = {
+        "io_bytes": 4096 * 50_000,
+        "total_ios": 50_000,
+        "iops": 25_000.0,
+        "bw_bytes": 25_000 * 4096,
+        "runtime": 2000,
+        "clat_ns": {"percentile": {"50.000000": 900, "99.000000": 1900}},
+        "lat_ns": {"percentile": {"50.000000": 1000, "99.000000": 2000}},
+    }
+    job = {
+        "error": 0,
+        "read": read,
+        "usr_cpu": 10.0,
+        "sys_cpu": 40.0,
+        "job_runtime": 32_000,  # 16 jobs x 2 s
+        "iodepth_level": levels,
+    }
+    return {"jobs": [job]}
+
+
+def test_fio_figures_take_lat_ns_and_the_depth_times_the_jobs() -> None:
+    row = DepthRow("loop", 16, 16)
+    fig = fio_depth_figures(fio_doc(LEVELS | {"16": 100.0}), row)
+    assert (fig["p50_ns"], fig["p99_ns"]) == (1000.0, 2000.0)  # lat_ns, not clat_ns
+    assert fig["mean_inflight"] == 256.0
+    assert fig["cpu_per_op_ns"] == pytest.approx(0.5 * 32 / 50_000 * 1e9)
+    assert math.isnan(fig["loop_cpu_per_op_ns"])
+
+
+def aiobench_doc(**phase: Any) -> dict[str, Any]:
+    return {
+        "meta": {"ioengine": "native"},
+        "error": None,
+        "phases": [
+            {
+                "first_done": {"iops": 9, "bytes_per_s": 9},
+                "last_done": {
+                    "elapsed_ns": 2_000_000_000,
+                    "ops": 100_000,
+                    "iops": 50_000,
+                    "bytes_per_s": 50_000 * 4096,
+                    "cpu_percent": 25,
+                },
+                "latency": {"io": {"percentiles_ns": {"50": 700, "99": 1500}}},
+                **phase,
+            }
+        ],
+    }
+
+
+def test_aiobench_figures_read_its_own_counters() -> None:
+    doc = aiobench_doc(mean_inflight_ops=31.5, loop_cpu_ns=40_000_000)
+    fig = aiobench_depth_figures(doc, cpus=2)
+    assert (fig["iops"], fig["p50_ns"], fig["p99_ns"]) == (50_000.0, 700.0, 1500.0)
+    assert fig["mean_inflight"] == 31.5
+    assert fig["loop_cpu_per_op_ns"] == 400.0  # 40 ms over 100 k ops
+    # 25 % of 2 CPUs over 2 s = 1 s of CPU over 100 k ops
+    assert fig["cpu_per_op_ns"] == pytest.approx(10_000.0)
+
+
+def test_aiobench_figures_of_an_older_aiobench_are_nan() -> None:
+    fig = aiobench_depth_figures(aiobench_doc(), cpus=2)
+    assert math.isnan(fig["mean_inflight"]) and math.isnan(fig["loop_cpu_per_op_ns"])
+
+
+def test_elbencho_csv_gives_last_done_iops_and_mean_latency() -> None:
+    text = (
+        "operation,IOPS [first],IOPS [last],IO lat us [min],IO lat us [avg],entries lat avg\n"
+        "READ,1000,1200,5,250,7\n"
+    )
+    fig = elbencho_figures(text)
+    assert fig["iops"] == 1200.0
+    assert fig["mean_lat_ns"] == 250_000.0
+    with pytest.raises(ToolError, match="no result row"):
+        elbencho_figures("operation,IOPS [last]\n")
+    with pytest.raises(ToolError, match="lat avg column"):
+        elbencho_figures("IOPS [last]\n5\n")
+
+
+def test_rows_tools_and_references() -> None:
+    assert [r.key for r in LOOP_ROWS] == ["loop-t1-qd1", "loop-t1-qd32", "loop-t16-qd16"]
+    assert [r.slots for r in (*ZRAM_ROWS, *CACHE_ROWS)] == [32, 256, 2, 256]
+    assert LOOP_ROWS[0].tools(False) == ("aiobench", "fio-libaio", "fio-io_uring")
+    assert CACHE_ROWS[0].tools(True) == ("aiobench", "fio-psync", "elbencho")
+    assert (LOOP_ROWS[1].reference, LOOP_ROWS[1].iops_target) == ("fio-libaio", 1.0)
+    assert (CACHE_ROWS[1].reference, CACHE_ROWS[1].iops_target) == ("fio-psync", 0.98)
+
+
+def test_commands_use_direct_io_only_on_the_devices() -> None:
+    dev = aiobench_argv(["aiobench"], LOOP_ROWS[2], "/dev/loop9", 5, "o.json")
+    assert dev[:9] == ["aiobench", "-r", "-b", "4k", "-t", "16", "--iodepth", "16", "--direct"]
+    assert dev[-3:] == ["/dev/loop9", "--json", "o.json"]
+    cached = aiobench_argv(["aiobench"], CACHE_ROWS[1], "/f", 5, "o.json")
+    assert "--direct" not in cached and cached[5] == "256"
+    fio = fio_argv("fio", "libaio", LOOP_ROWS[1], "/dev/loop9", 5, "o.json")
+    assert {"--ioengine=libaio", "--iodepth=32", "--numjobs=1", "--direct=1"} <= set(fio)
+    assert {"--thread", "--invalidate=0", "--iomem_align=4096", "--time_based"} <= set(fio)
+    assert "--direct=1" not in fio_argv("fio", "psync", CACHE_ROWS[0], "/f", 5, "o.json")
+
+
+def figures(iops: float, inflight: float, loop_cpu: float = NAN) -> dict[str, float]:
+    return {
+        "iops": iops,
+        "p50_ns": 1.0,
+        "p99_ns": 2.0,
+        "cpu_per_op_ns": 3.0,
+        "mean_inflight": inflight,
+        "loop_cpu_per_op_ns": loop_cpu,
+    }
+
+
+def test_targets_per_row_and_the_loop_cpu_row() -> None:
+    samples = {
+        "loop-t16-qd16": {
+            "aiobench": [figures(100.0, 254.0), figures(110.0, 255.0), figures(90.0, 250.0)],
+            "fio-libaio": [figures(100.0, 256.0)] * 3,
+            "fio-io_uring": [figures(200.0, 256.0)] * 3,
+        },
+        "cache-t2-qd1": {
+            "aiobench": [figures(98.0, 1.99, loop_cpu=100.0)],
+            "fio-psync": [figures(100.0, 2.0)],
+        },
+        "cache-t256-qd1": {
+            "aiobench": [figures(97.0, 200.0, loop_cpu=111.0)],
+            "fio-psync": [figures(100.0, 256.0)],
+        },
+    }
+    summary = depth_summarise(samples)
+    assert [r["key"] for r in summary["rows"]] == list(samples)  # in ALL_ROWS' order
+    assert len(ALL_ROWS) == 7
+    t = {row["what"]: row for row in depth_targets(summary)}
+    assert len(t) == 3 * 2 + 1
+    iops = t["loop device, -t 16 x qd 16: IOPS"]
+    assert (iops["ratio"], iops["reference_label"], iops["met"]) == (1.0, "fio libaio", True)
+    flight = t["loop device, -t 16 x qd 16: mean I/Os in flight"]
+    assert flight["ratio"] == 254.0 / 256 and flight["met"] is True and flight["pct"]
+    assert t["page cache, -t 2 x qd 1: IOPS"]["met"] is True  # 0.98x fio psync
+    assert t["page cache, -t 256 x qd 1: IOPS"]["met"] is False  # 0.97x
+    assert t["page cache, -t 2 x qd 1: mean I/Os in flight"]["met"] is True  # 99.5 %
+    assert t["page cache, -t 256 x qd 1: mean I/Os in flight"]["met"] is False
+    cpu = t["page cache: loop-thread CPU per op, -t 256"]
+    assert cpu["ratio"] == pytest.approx(1.11) and cpu["met"] is False
+
+
+def test_a_missing_reference_leaves_the_target_undecided() -> None:
+    summary = depth_summarise({"zram-t1-qd32": {"aiobench": [figures(5.0, 32.0)]}})
+    t = {row["what"]: row for row in depth_targets(summary)}
+    assert t["zram, -t 1 x qd 32: IOPS"]["met"] is None
+    assert t["zram, -t 1 x qd 32: mean I/Os in flight"]["met"] is True

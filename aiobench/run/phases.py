@@ -156,6 +156,7 @@ class PhaseRun:
         self.series: IntervalSeries | None = None
         self.cpu_start = CpuSample(0, 0)
         self.cpu_first: CpuSample | None = None
+        self.loop_cpu_start_ns = 0  # the loop thread's own CPU time at the start
 
     async def run(self) -> tuple[PhaseResult, PhaseTally]:
         """The whole phase: slots, untimed setup, the common start, the slots' work
@@ -275,7 +276,7 @@ class PhaseRun:
         wall_start = self.wall_start = datetime.datetime.now(datetime.UTC)
         ctx.observer.phase_started(self.about.name, wall_start)
         cpu_start = process_time_ns()
-        self.loop_cpu_start_ns = thread_time_ns()  # this (the loop's) thread's own CPU time
+        self.loop_cpu_start_ns = thread_time_ns()
         start_ns = perf_counter_ns()
         limit_ns = cfg.timelimit_ns or cfg.timelimit_s * 1_000_000_000
         deadline_ns = start_ns + limit_ns if limit_ns else 0

@@ -1,7 +1,8 @@
 /* aiobench.engines._native: the native engine's hot loops, each run of operations in one call.
  *
  * Every entry point has one shape: (slot, spec). The slot (Slot, made once per slot by
- * SlotBuffer) holds the slot's memory and buffer state, which the loops advance in place;
+ * SlotBuffer) holds the slot's memory and buffer state, which the loops advance in place,
+ * and its Linux AIO queue, whose operations may stay in flight from one call to the next;
  * the spec (Spec) says what the call runs: targets, operations, budget, output arrays, and
  * it carries back what the call ended with.
  *
@@ -29,7 +30,6 @@
 #include <limits.h>
 #include <linux/aio_abi.h>
 #include <linux/futex.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -222,6 +222,274 @@ release(Views *v)
         PyBuffer_Release(&v->views[--v->count]);
 }
 
+/* -- Linux native AIO through raw syscalls: a slot's queue (file_aio) ------------------- */
+
+static inline long
+sys_io_setup(unsigned nr, aio_context_t *ctx)
+{
+    return syscall(SYS_io_setup, nr, ctx);
+}
+
+static inline long
+sys_io_destroy(aio_context_t ctx)
+{
+    return syscall(SYS_io_destroy, ctx);
+}
+
+static inline long
+sys_io_submit(aio_context_t ctx, long count, struct iocb **iocbs)
+{
+    return syscall(SYS_io_submit, ctx, count, iocbs);
+}
+
+static inline long
+sys_io_getevents(aio_context_t ctx, long min, long max, struct io_event *events)
+{
+    return syscall(SYS_io_getevents, ctx, min, max, events, NULL);
+}
+
+/* What one in-flight position holds. */
+typedef struct {
+    struct iocb cb;
+    Py_ssize_t op;      /* index of its operation in the current call's arrays */
+    int64_t start;      /* when it was submitted */
+    Py_ssize_t window;  /* the pool window it writes from; -1: a read */
+    uint64_t window_at; /* the pool's next window and stamp before it took its own */
+    uint64_t stamp_at;
+    int live;           /* submitted, not reaped yet */
+} Flight;
+
+/* An operation a budget left to the slot's next call: what it is, matched against that
+ * call's first operations. */
+typedef struct {
+    int fd;
+    int64_t offset;
+} Carried;
+
+/* A slot's Linux AIO queue, made on its first file_aio call (sized for the slot's depth)
+ * and kept from call to call, so that operations stay in flight from one run to the next
+ * (issue #28): the context, the positions (each with its read area and iocb), the free
+ * ones, and the in-flight writes per pool window. Between two calls it may hold carried
+ * operations: the run's operations after its done ones that were submitted to keep the
+ * queue full while the call waited for the done ones; they are still in flight, or
+ * reaped already (their instants kept, in completion order). */
+typedef struct {
+    aio_context_t ctx; /* 0: none */
+    pid_t pid;         /* the process that made or took ctx: a forked child takes its own */
+    unsigned events;   /* what ctx was made for */
+    Py_ssize_t positions;
+    Flight *flights;
+    struct iocb **batch;
+    struct io_event *reaped;
+    Py_ssize_t *free_pos, n_free;
+    Py_ssize_t *busy, windows; /* in-flight writes per pool window */
+    Py_ssize_t inflight;
+    Carried *carried; /* carry_room of each */
+    int64_t *carried_starts, *carried_ends;
+    Py_ssize_t carry_room, n_carried, n_carried_done;
+    Py_ssize_t carry_length, carry_depth; /* what the carried operations were run with */
+    int carry_reading;
+} Queue;
+
+/* Carried operations at most, per position: bounds what a call may submit past its done
+ * ones while it waits for them (each is in flight or reaped when the call returns). The
+ * wait lasts until the slowest of the done ones completes: a tail latency of 10x the mean
+ * sees ~10 completions per position meanwhile, each replaced while there is room. */
+#define CARRY_PER_POSITION 16
+
+/* Contexts of closed slots, each with nothing in flight, for the next slot to take:
+ * io_destroy waits for an RCU grace period (~30 ms here), which paid per slot at every
+ * phase's end would add up to seconds at -t 1024. Taken and given back with the GIL held
+ * (it guards the list); a forked child forgets its parent's (idle_pid says whose). */
+typedef struct {
+    aio_context_t ctx;
+    unsigned events;
+} IdleContext;
+
+static IdleContext *idle;
+static Py_ssize_t n_idle, idle_room;
+static pid_t idle_pid;
+
+static void
+idle_forget_if_forked(pid_t self)
+{
+    if (idle_pid != self) {
+        n_idle = 0; /* the parent's: not ours to use (nor to destroy) */
+        idle_pid = self;
+    }
+}
+
+/* Give ``ctx`` (nothing in flight) back for another slot; 0 when the list had no room. */
+static int
+idle_park(aio_context_t ctx, unsigned events)
+{
+    idle_forget_if_forked(getpid());
+    if (n_idle == idle_room) {
+        Py_ssize_t room = idle_room ? 2 * idle_room : 16;
+        IdleContext *grown = PyMem_Realloc(idle, (size_t)room * sizeof *idle);
+        if (grown == NULL)
+            return 0;
+        idle = grown;
+        idle_room = room;
+    }
+    idle[n_idle++] = (IdleContext){ctx, events};
+    return 1;
+}
+
+static void
+queue_free(Queue *q)
+{
+    PyMem_Free(q->flights);
+    PyMem_Free(q->batch);
+    PyMem_Free(q->reaped);
+    PyMem_Free(q->free_pos);
+    PyMem_Free(q->busy);
+    PyMem_Free(q->carried);
+    PyMem_Free(q->carried_starts);
+    PyMem_Free(q->carried_ends);
+    memset(q, 0, sizeof *q);
+}
+
+static void
+queue_reset(Queue *q)
+{
+    q->n_free = q->positions;
+    for (Py_ssize_t j = 0; j < q->positions; j++) {
+        q->free_pos[j] = q->positions - 1 - j;
+        q->flights[j].live = 0;
+    }
+    memset(q->busy, 0, (size_t)q->windows * sizeof *q->busy);
+    q->inflight = q->n_carried = q->n_carried_done = 0;
+}
+
+/* The positions and lists for ``positions`` in flight over ``windows`` pool windows (at
+ * least 1); -1 and MemoryError. */
+static int
+queue_make(Queue *q, Py_ssize_t positions, Py_ssize_t windows)
+{
+    Py_ssize_t room = CARRY_PER_POSITION * positions;
+    q->positions = positions;
+    q->windows = windows;
+    q->carry_room = room;
+    q->flights = PyMem_Calloc((size_t)positions, sizeof *q->flights);
+    q->batch = PyMem_Calloc((size_t)positions, sizeof *q->batch);
+    q->reaped = PyMem_Calloc((size_t)positions, sizeof *q->reaped);
+    q->free_pos = PyMem_Calloc((size_t)positions, sizeof *q->free_pos);
+    q->busy = PyMem_Calloc((size_t)windows, sizeof *q->busy);
+    q->carried = PyMem_Calloc((size_t)room, sizeof *q->carried);
+    q->carried_starts = PyMem_Calloc((size_t)room, sizeof *q->carried_starts);
+    q->carried_ends = PyMem_Calloc((size_t)room, sizeof *q->carried_ends);
+    if (!q->flights || !q->batch || !q->reaped || !q->free_pos || !q->busy || !q->carried ||
+        !q->carried_starts || !q->carried_ends) {
+        queue_free(q);
+        PyErr_NoMemory();
+        return -1;
+    }
+    queue_reset(q);
+    return 0;
+}
+
+/* A forked child's copy of its parent's queue: the context and what is in flight are the
+ * parent's (the kernel writes into the parent's memory), so the child starts empty. */
+static void
+queue_forget_if_forked(Queue *q)
+{
+    if (q->flights && q->ctx && q->pid != getpid()) {
+        q->ctx = 0;
+        queue_reset(q);
+    }
+}
+
+/* The queue's context (with the GIL held): kept, an idle one, or a new one; an errno. */
+static int
+queue_context(Queue *q)
+{
+    queue_forget_if_forked(q);
+    if (q->ctx)
+        return 0;
+    pid_t self = getpid();
+    idle_forget_if_forked(self);
+    unsigned events = (unsigned)q->positions;
+    for (Py_ssize_t k = n_idle; k-- > 0;)
+        if (idle[k].events >= events) {
+            q->ctx = idle[k].ctx;
+            q->events = idle[k].events;
+            idle[k] = idle[--n_idle];
+            q->pid = self;
+            return 0;
+        }
+    aio_context_t ctx = 0;
+    while (sys_io_setup(events, &ctx) < 0) {
+        if (errno != EAGAIN || n_idle == 0) /* EAGAIN: over aio-max-nr; free the idle ones */
+            return errno;
+        sys_io_destroy(idle[--n_idle].ctx);
+    }
+    q->ctx = ctx;
+    q->events = events;
+    q->pid = self;
+    return 0;
+}
+
+/* Wait for everything in flight and forget it (carried operations are not counted);
+ * without the GIL. A failed wait destroys the context, which waits for them instead. */
+static void
+queue_drain(Queue *q)
+{
+    queue_forget_if_forked(q);
+    while (q->inflight > 0) {
+        long got = sys_io_getevents(q->ctx, 1, q->inflight, q->reaped);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            sys_io_destroy(q->ctx); /* waits for what is in flight: its memory is the slot's */
+            q->ctx = 0;
+            queue_reset(q);
+            return;
+        }
+        for (long e = 0; e < got; e++) {
+            Py_ssize_t pos = (Py_ssize_t)q->reaped[e].data;
+            Flight *f = &q->flights[pos];
+            if (f->window >= 0)
+                q->busy[f->window]--;
+            f->live = 0;
+            q->free_pos[q->n_free++] = pos;
+            q->inflight--;
+        }
+    }
+    q->n_carried = q->n_carried_done = 0;
+}
+
+/* Before another kind of call uses the slot's memory: what file_aio carried is waited
+ * for and forgotten (without the GIL). */
+static inline void
+queue_settle(Queue *q)
+{
+    if (q->inflight || q->n_carried)
+        queue_drain(q);
+}
+
+/* Drained, and its context given back for another slot (or destroyed); its memory freed.
+ * With the GIL held: the drain releases it. */
+static void
+queue_close(Queue *q)
+{
+    if (q->flights == NULL)
+        return;
+    if (q->inflight) {
+        Py_BEGIN_ALLOW_THREADS
+        queue_drain(q);
+        Py_END_ALLOW_THREADS
+    }
+    queue_forget_if_forked(q);
+    if (q->ctx && !idle_park(q->ctx, q->events)) {
+        aio_context_t ctx = q->ctx;
+        Py_BEGIN_ALLOW_THREADS
+        sys_io_destroy(ctx);
+        Py_END_ALLOW_THREADS
+    }
+    queue_free(q);
+}
+
 /* -- the slot: its memory and buffer state, kept from run to run (SlotBuffer.state) ---- */
 
 /* One slot's state: its read memory (``depth`` areas of ``read_area`` bytes) and write
@@ -233,10 +501,10 @@ release(Views *v)
  * An extension type rather than a numpy array of these numbers: it holds the memory's
  * buffers for the slot's life (none to acquire per call), refuses a second call on the
  * slot while one runs without the GIL, and its close() and dealloc can undo C resources
- * before the memory goes. That is where a slot's Linux AIO context and in-flight
- * operations will live once they carry over from one native run to the next (issue #28,
- * the slot staying on one executor thread): close() then reaps them (io_destroy waits for
- * them) before it releases the memory they read into or write from. */
+ * before the memory goes. That is where the slot's Linux AIO queue lives (Queue), with
+ * the operations a budget carries over from one file_aio run to the next: close() and
+ * dealloc wait for them before they release the memory the kernel reads into or writes
+ * from. */
 typedef struct {
     PyObject_HEAD
     Py_buffer read;          /* the read memory (.obj NULL once closed) */
@@ -250,6 +518,7 @@ typedef struct {
     unsigned long long next_stamp;
     uint64_t sfc[4]; /* numpy SFC64's state words */
     int busy;        /* a call is using the slot (its memory, without the GIL) */
+    Queue q;         /* file_aio's, made on its first call */
 } SlotObject;
 
 static PyTypeObject SlotType;
@@ -373,6 +642,7 @@ fail:
 static void
 slot_dealloc(SlotObject *s)
 {
+    queue_close(&s->q); /* (before the memory goes: what is in flight uses it) */
     slot_release(s);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
@@ -384,6 +654,9 @@ slot_close(SlotObject *s, PyObject *unused)
         PyErr_SetString(PyExc_BufferError, "slot: a call is using it");
         return NULL;
     }
+    s->busy = 1; /* (the drain releases the GIL) */
+    queue_close(&s->q);
+    s->busy = 0;
     slot_release(s);
     Py_RETURN_NONE;
 }
@@ -401,6 +674,20 @@ slot_enter(SlotObject *s)
     return 0;
 }
 
+static PyObject *
+slot_settle(SlotObject *s, PyObject *unused)
+{
+    if (s->read.obj == NULL)
+        Py_RETURN_NONE; /* (closed: nothing is in flight) */
+    if (slot_enter(s) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    queue_settle(&s->q);
+    Py_END_ALLOW_THREADS
+    s->busy = 0;
+    Py_RETURN_NONE;
+}
+
 static PyMemberDef slot_members[] = {
     {"read_area", T_PYSSIZET, offsetof(SlotObject, read_area), READONLY,
      "bytes from one read area's start to the next"},
@@ -413,6 +700,10 @@ static PyMemberDef slot_members[] = {
      "the pool window the next stamped write takes"},
     {"next_stamp", T_ULONGLONG, offsetof(SlotObject, next_stamp), 0,
      "the stamp of the next stamped write's first 4 KiB"},
+    {"carried", T_PYSSIZET, offsetof(SlotObject, q.n_carried), READONLY,
+     "file_aio: operations the last call left to the next (in flight or reaped)"},
+    {"in_flight", T_PYSSIZET, offsetof(SlotObject, q.inflight), READONLY,
+     "file_aio: operations in flight between calls (the carried ones not reaped yet)"},
     {NULL},
 };
 
@@ -424,8 +715,12 @@ static PyGetSetDef slot_getset[] = {
 };
 
 static PyMethodDef slot_methods[] = {
+    {"settle", (PyCFunction)slot_settle, METH_NOARGS,
+     "settle()\n\nWait for the operations file_aio carried and forget them, before another\n"
+     "engine uses the slot's memory."},
     {"close", (PyCFunction)slot_close, METH_NOARGS,
-     "close()\n\nRelease the slot's memory (BufferError while a call is using it)."},
+     "close()\n\nWait for the operations file_aio carried, then release the slot's memory\n"
+     "(BufferError while a call is using it)."},
     {NULL},
 };
 
@@ -507,7 +802,7 @@ typedef struct {
     PyObject *fds, *offsets, *starts, *ends, *intended, *gate, *leaves, *io_starts, *io_ends,
         *stop;
     int fd, dfd, op, flags, mode, mix_pct, err;
-    char reading, verify, verify_direct, tolerate;
+    char reading, verify, verify_direct, tolerate, carry;
     Py_ssize_t length, depth, var_words, size, block, first, n, n_io, done, index;
     long long mix_base, first_seq, schedule_ns, until_ns, deadline_ns;
     unsigned long long salt, a, b, c;
@@ -597,6 +892,7 @@ static PyMemberDef spec_members[] = {
     SPEC_FIELD(verify_direct, T_BOOL, 0, "--verifydirect: read each write back and check it"),
     SPEC_FIELD(var_words, T_PYSSIZET, 0, "--blockvarpct: words refilled per write; -1: none"),
     SPEC_FIELD(depth, T_PYSSIZET, 0, "file_aio: operations in flight at most"),
+    SPEC_FIELD(carry, T_BOOL, 0, "file_aio: until_ns is a run's budget (not the phase's end): past it, keep the queue full and leave what is in flight to the slot's next call"),
     SPEC_FIELD(intended, T_OBJECT, 0, "pacing: int64 array, each operation's due start"),
     SPEC_FIELD(gate, T_OBJECT, 0, "a first run: the start gate's int64 word; else None"),
     /* dir mode */
@@ -803,6 +1099,7 @@ file_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     uint64_t a = 0, b = 0, c = 0;
     Py_ssize_t done = 0;
     Py_BEGIN_ALLOW_THREADS
+    queue_settle(&slot->q);
     if (n_gate && !gate_pass(gate, until_ns, &until_ns)) /* (gated: until_ns is the budget) */
         n = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -897,132 +1194,21 @@ fail:
     return NULL;
 }
 
-/* -- file mode, depth N: Linux native AIO through raw syscalls ---------------------------- */
-
-static inline long
-sys_io_setup(unsigned nr, aio_context_t *ctx)
-{
-    return syscall(SYS_io_setup, nr, ctx);
-}
-
-static inline long
-sys_io_destroy(aio_context_t ctx)
-{
-    return syscall(SYS_io_destroy, ctx);
-}
-
-static inline long
-sys_io_submit(aio_context_t ctx, long count, struct iocb **iocbs)
-{
-    return syscall(SYS_io_submit, ctx, count, iocbs);
-}
-
-static inline long
-sys_io_getevents(aio_context_t ctx, long min, long max, struct io_event *events)
-{
-    return syscall(SYS_io_getevents, ctx, min, max, events, NULL);
-}
-
-/* Each thread keeps its AIO context from run to run: io_destroy waits for an RCU grace
- * period, ~30 ms here, which per 50 ms run would eat most of the measurement. The context
- * goes with its thread (a pthread key's destructor); a forked child forgets its parent's.
- * (Once operations stay in flight from one run to the next, issue #28, the context and its
- * Flight positions belong to the slot instead: see SlotObject.) */
-typedef struct {
-    aio_context_t ctx;
-    unsigned events;
-} AioCache;
-
-static pthread_key_t aio_key;
-static pthread_once_t aio_once = PTHREAD_ONCE_INIT;
-static int aio_key_error;
-
-static void
-aio_cache_free(void *cache)
-{
-    AioCache *c = cache;
-    if (c->ctx)
-        sys_io_destroy(c->ctx);
-    free(c);
-}
-
-static void
-aio_forget_after_fork(void)
-{
-    AioCache *c = pthread_getspecific(aio_key);
-    if (c)
-        c->ctx = 0, c->events = 0; /* the parent's context: not the child's to use */
-}
-
-static void
-aio_make_key(void)
-{
-    aio_key_error = pthread_key_create(&aio_key, aio_cache_free);
-    if (!aio_key_error)
-        aio_key_error = pthread_atfork(NULL, NULL, aio_forget_after_fork);
-}
-
-/* This thread's context for ``events`` in flight (made or enlarged as needed); an errno. */
-static int
-aio_context(unsigned events, aio_context_t *out)
-{
-    pthread_once(&aio_once, aio_make_key);
-    if (aio_key_error)
-        return aio_key_error;
-    AioCache *c = pthread_getspecific(aio_key);
-    if (c == NULL) {
-        c = calloc(1, sizeof *c);
-        if (c == NULL)
-            return ENOMEM;
-        if (pthread_setspecific(aio_key, c)) {
-            free(c);
-            return ENOMEM;
-        }
-    }
-    if (c->ctx && c->events < events) {
-        sys_io_destroy(c->ctx);
-        c->ctx = 0;
-    }
-    if (!c->ctx) {
-        aio_context_t ctx = 0;
-        if (sys_io_setup(events, &ctx) < 0)
-            return errno;
-        c->ctx = ctx;
-        c->events = events;
-    }
-    *out = c->ctx;
-    return 0;
-}
-
-/* After a failed reap: the context may still hold operations; io_destroy waits for them. */
-static void
-aio_drop_context(void)
-{
-    AioCache *c = pthread_getspecific(aio_key);
-    if (c && c->ctx) {
-        sys_io_destroy(c->ctx);
-        c->ctx = 0;
-    }
-}
-
-/* What one in-flight position holds. */
-typedef struct {
-    struct iocb cb;
-    Py_ssize_t op;      /* index of its operation in the run */
-    int64_t start;      /* when it was submitted */
-    Py_ssize_t window;  /* the pool window it writes from; -1: a read */
-    uint64_t window_at; /* the pool's next window and stamp before it took its own */
-    uint64_t stamp_at;
-} Flight;
+/* -- file mode, depth N: Linux native AIO (the slot's Queue) ---------------------------- */
 
 PyDoc_STRVAR(file_aio_doc,
 "file_aio(slot, spec) -> status\n\n"
 "One run of plain reads or stamped writes with up to spec.depth in flight (io_submit): each\n"
 "timed from its submission to the reaping of its completion, recorded in completion order\n"
-"(spec's fd/fds, offsets, length, reading, until_ns, gate; starts and ends filled).\n"
-"After an operation ends past until_ns (or fails) nothing more is submitted; what is in\n"
-"flight is reaped, then the call returns. Sets spec.done, and for a failure spec.index\n"
-"(the failing operation), err, a, b.");
+"(spec's fd/fds, offsets, length, reading, until_ns, carry, gate; starts and ends filled).\n"
+"After an operation ends past until_ns (or fails) no operation after the ones submitted so\n"
+"far counts in this call: they complete before it returns, done = how many. With\n"
+"spec.carry (until_ns is a run's budget, not the phase's end), the queue stays full while\n"
+"the call waits for them: the run's next operations are submitted and left in flight to\n"
+"the slot's next call (slot.carried), which takes them as its first ones when its\n"
+"operations start with them (the run's rest), and else waits for them and forgets them.\n"
+"Without carry, or after a failure, everything in flight is reaped before the call returns.\n"
+"Sets spec.done, and for a failure spec.index (the failing operation), err, a, b.");
 
 static PyObject *
 file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -1035,10 +1221,6 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int32_t *fds;
     int64_t *offsets, *starts, *ends, *gate;
     Py_ssize_t n_fds, n, n_starts, n_ends, n_gate;
-    Flight *flights = NULL;
-    struct iocb **batch = NULL;
-    struct io_event *events = NULL;
-    Py_ssize_t *free_slots = NULL, *busy = NULL;
     if (take(&v, sp->fds, 0, 4, "fds", (void **)&fds, &n_fds) ||
         take(&v, sp->offsets, 0, 8, "offsets", (void **)&offsets, &n) ||
         take(&v, sp->starts, 1, 8, "starts", (void **)&starts, &n_starts) ||
@@ -1071,33 +1253,66 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Pool pool = {0};
     if (!reading && pool_take(&pool, slot, length) < 0)
         goto fail;
-    flights = PyMem_Calloc((size_t)depth, sizeof *flights);
-    batch = PyMem_Calloc((size_t)depth, sizeof *batch);
-    events = PyMem_Calloc((size_t)depth, sizeof *events);
-    free_slots = PyMem_Calloc((size_t)depth, sizeof *free_slots);
-    busy = PyMem_Calloc(reading ? 1 : (size_t)pool.windows, sizeof *busy); /* in-flight writes */
-    if (!flights || !batch || !events || !free_slots || !busy) {
-        PyErr_NoMemory();
+    Queue *q = &slot->q;
+    if (q->flights == NULL &&
+        queue_make(q, slot->depth, slot->pool.obj ? slot->windows : 1) < 0)
         goto fail;
-    }
     int status = ST_DONE, err = 0, failed = 0, stop = 0;
+    if (n > 0 && (err = queue_context(q)))
+        status = ST_SETUP;
     uint64_t a = 0, b = 0;
     Py_ssize_t done = 0, index = -1;
     Py_BEGIN_ALLOW_THREADS
     if (n_gate && !gate_pass(gate, until_ns, &until_ns)) /* (gated: until_ns is the budget) */
         n = 0;
-    aio_context_t ctx = 0;
-    Py_ssize_t next = 0, inflight = 0, n_free = depth;
-    for (Py_ssize_t j = 0; j < depth; j++)
-        free_slots[j] = depth - 1 - j;
-    if (n > 0 && (err = aio_context((unsigned)depth, &ctx))) {
-        status = ST_SETUP;
-        n = 0; /* (the loop below has nothing to do) */
+    /* Carry only past a run's budget: never past the time limit (a gated run's until_ns
+     * is the limit when that comes first). */
+    const int carry = sp->carry && !(n_gate && gate[1] > 0 && until_ns >= gate[1]);
+    Flight *flights = q->flights;
+    struct iocb **batch = q->batch;
+    struct io_event *events = q->reaped;
+    Py_ssize_t *free_slots = q->free_pos, *busy = q->busy;
+    /* The operations carried from the last call: this run's first ones when they match,
+     * in order (else another run, kind or depth came in between: drained, not counted). */
+    Py_ssize_t k = q->n_carried, next = 0;
+    int match = k > 0 && k <= n && status == ST_DONE && q->carry_length == length &&
+                q->carry_reading == reading && q->carry_depth == depth;
+    for (Py_ssize_t j = 0; match && j < k; j++)
+        match = q->carried[j].fd == (n_fds ? fds[j] : fd0) && q->carried[j].offset == offsets[j];
+    if (match) {
+        for (Py_ssize_t j = 0; j < q->n_carried_done; j++) {
+            starts[done] = q->carried_starts[j];
+            ends[done] = q->carried_ends[j];
+            done++;
+        }
+        next = k; /* (their Flights hold their index in this run already) */
     }
+    else if (q->inflight || k)
+        queue_drain(q);
+    q->n_carried = q->n_carried_done = 0;
+    if (n > 0 && status == ST_DONE && q->ctx == 0) { /* (a failed drain destroyed it) */
+        aio_context_t made = 0;
+        if (sys_io_setup((unsigned)q->positions, &made) < 0) {
+            status = ST_SETUP;
+            err = errno;
+        }
+        q->ctx = made;
+        q->events = (unsigned)q->positions;
+        q->pid = getpid();
+    }
+    if (status != ST_DONE)
+        n = 0; /* (the loop below has nothing to do) */
+    aio_context_t ctx = q->ctx;
+    Py_ssize_t inflight = q->inflight, n_free = q->n_free;
+    /* Past the budget, with carry: ops before ``owed_end`` (those submitted then) count in
+     * this call and ``owed`` of them are still in flight; the ones after, up to
+     * ``limit``, keep the queue full meanwhile and are carried. */
+    Py_ssize_t owed_end = n, owed = 0, limit = n, n_reaped_after = 0;
+    int waiting = 0;
     while (n > 0) {
         /* Fill the free positions; a write waits while its window is still in flight. */
         long count = 0;
-        while (!stop && next + count < n && n_free > 0) {
+        while (!stop && next + count < limit && inflight + count < depth && n_free > 0) {
             Py_ssize_t i = next + count, pos = free_slots[n_free - 1];
             Flight *f = &flights[pos];
             uint8_t *data;
@@ -1140,6 +1355,7 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                         index = next;
                     }
                     stop = 1;
+                    waiting = 0; /* (everything in flight is reaped) */
                 }
                 took = 0;
             }
@@ -1147,6 +1363,7 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 Flight *f = &flights[batch[j]->aio_data];
                 if (j < took) {
                     f->start = submitted;
+                    f->live = 1;
                     continue;
                 }
                 /* Not taken: its position, window and stamps are given back. */
@@ -1162,6 +1379,8 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             inflight += took;
             next += took;
         }
+        if (waiting && owed == 0)
+            break; /* the run's done ones are: what is in flight is carried */
         if (inflight == 0)
             break; /* all done, or nothing more may start */
         long got;
@@ -1175,7 +1394,9 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 err = errno;
                 index = next;
             }
-            aio_drop_context(); /* waits for what is still in flight: its memory is ours */
+            sys_io_destroy(ctx); /* waits for what is still in flight: its memory is ours */
+            q->ctx = 0;
+            inflight = 0;
             break;
         }
         int64_t reaped = now_ns();
@@ -1185,6 +1406,7 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             int64_t res = events[e].res;
             if (f->window >= 0)
                 busy[f->window]--;
+            f->live = 0;
             free_slots[n_free++] = pos;
             inflight--;
             if (res != length) {
@@ -1202,26 +1424,58 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                     }
                 }
                 stop = 1;
+                waiting = 0; /* (everything in flight is reaped) */
                 continue;
             }
+            if (f->op >= owed_end) { /* a carried one, reaped already */
+                q->carried_starts[n_reaped_after] = f->start;
+                q->carried_ends[n_reaped_after] = reaped;
+                n_reaped_after++;
+                continue;
+            }
+            if (waiting)
+                owed--;
             starts[done] = f->start;
             ends[done] = reaped;
             done++;
-            if (reaped > until_ns)
-                stop = 1;
+            if (reaped > until_ns && !stop && !waiting) {
+                if (carry) {
+                    waiting = 1;
+                    owed_end = next;
+                    owed = inflight; /* (all of them before owed_end; this batch's too) */
+                    limit = n - next < q->carry_room ? n : next + q->carry_room;
+                }
+                else
+                    stop = 1;
+            }
         }
     }
-    if (!failed && status == ST_DONE && next < n)
+    if (waiting && !failed && next > owed_end) {
+        /* Carried: ops owed_end..next-1 of this run, ops 0.. of the next one. */
+        k = next - owed_end;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            Py_ssize_t i = owed_end + j;
+            q->carried[j] = (Carried){n_fds ? fds[i] : fd0, offsets[i]};
+        }
+        for (Py_ssize_t p = 0; p < q->positions; p++)
+            if (flights[p].live)
+                flights[p].op -= owed_end;
+        q->n_carried = k;
+        q->n_carried_done = n_reaped_after;
+        q->carry_length = length;
+        q->carry_reading = reading;
+        q->carry_depth = depth;
+    }
+    q->inflight = inflight;
+    q->n_free = n_free;
+    if (q->ctx == 0)
+        queue_reset(q); /* (destroyed: nothing is in flight) */
+    if (!failed && status == ST_DONE && done < n)
         status = ST_BUDGET;
     Py_END_ALLOW_THREADS
     if (!reading)
         pool_keep(slot, &pool);
     slot->busy = 0;
-    PyMem_Free(flights);
-    PyMem_Free(batch);
-    PyMem_Free(events);
-    PyMem_Free(free_slots);
-    PyMem_Free(busy);
     release(&v);
     sp->done = done;
     sp->index = index;
@@ -1232,11 +1486,6 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromLong(status);
 fail:
     slot->busy = 0;
-    PyMem_Free(flights);
-    PyMem_Free(batch);
-    PyMem_Free(events);
-    PyMem_Free(free_slots);
-    PyMem_Free(busy);
     release(&v);
     return NULL;
 }
@@ -1453,6 +1702,7 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     uint64_t a = 0, b = 0, c = 0;
     Py_ssize_t k = first;
     Py_BEGIN_ALLOW_THREADS
+    queue_settle(&slot->q);
     for (; k < nm.count; k++) {
         if (n_io + blocks > io_cap) {
             status = ST_FULL;

@@ -56,10 +56,20 @@ class Slot:
     def stamps(self) -> int: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def carried(self) -> int:
+        """file_aio: operations the last call left to the next (in flight or reaped)."""
+    @property
+    def in_flight(self) -> int:
+        """file_aio: operations in flight between calls (the carried ones not reaped yet)."""
     next_window: int
     next_stamp: int
     sfc: tuple[int, ...]
-    def close(self) -> None: ...
+    def settle(self) -> None:
+        """Wait for what file_aio carried and forget it (before another engine's run)."""
+    def close(self) -> None:
+        """Wait for what file_aio carried, then release the memory (BufferError while a call
+        is using the slot)."""
 
 class Spec:
     """What one call runs (the fields it needs), and what it ended with (read-only)."""
@@ -82,6 +92,7 @@ class Spec:
     verify_direct: bool
     var_words: int
     depth: int
+    carry: bool
     intended: Array | None
     gate: Array | None
     # dir mode

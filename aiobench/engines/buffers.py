@@ -27,6 +27,9 @@ class SlotState(Protocol):
     next_stamp: int
     sfc: tuple[int, ...]
 
+    def settle(self) -> None:
+        """Wait for operations the native engine left in flight with the slot's memory."""
+
     def close(self) -> None: ...
 
 
@@ -40,6 +43,9 @@ class PySlotState:
         self.next_window = 0
         self.next_stamp = next_stamp
         self.sfc = sfc
+
+    def settle(self) -> None:
+        """(Nothing is ever in flight: only the native engine queues operations.)"""
 
     def close(self) -> None:
         """(Nothing to release: the memory is the SlotBuffer's.)"""

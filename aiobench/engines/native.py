@@ -137,10 +137,14 @@ def _file_run(job: Job, ops: OpRun) -> RawBatch:
     """A file-mode run in one call: the Python engine's ``_composed`` loop, in C
     (``file_run``); with a depth above 1, plain reads and stamped writes go through Linux
     AIO (``file_aio``: up to ``job.depth`` operations in flight, each timed from its
-    submission to the reaping of its completion, the instants in completion order; after an
-    operation ends past the budget nothing more is submitted and what is in flight
-    completes, so the operations done are still the first of the run, the failing one
-    excepted after an error)."""
+    submission to the reaping of its completion, the instants in completion order). After
+    an operation ends past the budget, the operations submitted by then complete and are
+    the run's done ones, so they are still the first of the run (the failing one excepted
+    after an error). Past a run's budget (not the time limit, nor once a stop is asked) the
+    queue stays full meanwhile: the run's next operations are submitted and stay in flight
+    in the slot, carried to its next run, which starts with them (``run.after(done)``);
+    a next call that does not (or the slot's close at the phase's end) waits for them
+    and does not count them."""
     buf = job.buf
     assert buf is not None
     spec = _file_spec(job, ops, buf)
@@ -175,6 +179,9 @@ def _file_spec(job: Job, ops: OpRun, buf: SlotBuffer) -> _native.Spec:
     spec.schedule_ns = job.schedule_start_ns
     spec.until_ns = job.until_ns
     spec.gate = None if job.gate is None else job.gate.word
+    # (A gated run's deadline is not known yet: file_aio checks the gate's time limit.)
+    before_limit = not job.deadline_ns or job.until_ns < job.deadline_ns
+    spec.carry = before_limit and (job.stop is None or not job.stop.is_set())
     return spec
 
 

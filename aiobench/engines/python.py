@@ -50,6 +50,8 @@ class PosixEngine(PosixTargets):
         if released is None:
             return ListRecord().batch()  # the phase was stopped before it started
         job = released
+        if job.buf is not None:
+            job.buf.state.settle()  # (what a native run carried uses the slot's memory)
         if isinstance(job.ops, EntryRun):
             return run_entries(job, job.ops, ListRecord(), _python_loop(job.kind))
         ops = job.ops

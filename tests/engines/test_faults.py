@@ -208,3 +208,20 @@ def test_dir_mode_mkdir_error_names_the_dir_without_offset(
     assert doc["error"]["offset"] is None
     assert doc["error"]["errno_name"] == "EIO"
     assert phase(doc, "MKDIRS")["entries"] == 1
+
+
+def test_a_queued_read_error_names_its_offset(
+    fault_fs: FaultFs, tmp_path: Path, run_cli: RunCli, validator: Draft202012Validator
+) -> None:
+    """The native engine's Linux AIO path (--direct --iodepth): the failing read, among
+    those in flight, is the one named; the reads that completed are kept."""
+    mnt = fault_fs(eio_offset=700_000, eio_file="f", eio_ops=("read",))
+    (fault_fs.backing(mnt) / "f").write_bytes(bytes(range(256)) * 4096)  # 1 MiB
+    target, out = mnt / "f", tmp_path / "out.json"
+    args = ("-r", "-b", "64k", "-s", "1m", "--direct", "--iodepth", "4", "--ioengine", "native")
+    proc = run_cli(*args, str(target), "--json", str(out))
+    assert the_error_line(proc) == f"Error: {target}: offset 655360: {EIO_TEXT}"
+    doc = valid_doc(out, validator)
+    assert doc["error"]["offset"] == 655360
+    # Blocks 0-9 completed; of the ones after the failing one, those in flight may have.
+    assert 10 <= phase(doc, "READ")["ops"] <= 13

@@ -6,12 +6,16 @@ import dataclasses
 import errno
 import inspect
 import os
+import re
 import shlex
 import sys
 import traceback
+from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
+from typer.core import TyperCommand
 
 from aiobench import __version__
 from aiobench.check.command import check as check_command
@@ -52,6 +56,73 @@ tools = typer.Typer(
 SUBCOMMANDS = ("show", "compare", "plot", "check")
 # A plot smaller than this has no room for its three panels; larger ones only cost memory.
 MIN_PLOT_PX, MAX_PLOT_PX = 100, 10_000
+
+
+# An integer as typer's coercion (pydantic's) reads it, spelled so that int() reads it alike;
+# 18 digits always fit pydantic's fast integer path.
+_PLAIN_INT = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PlainCoercion(RuntimeParam):
+    """typer's coercion of a bool, int, str or list[str] parameter, without pydantic for the
+    values a command line usually holds: a str, an int default, plain digits, the PATHs.
+
+    typer builds a pydantic TypeAdapter for every parameter it coerces, also for one not
+    given; importing pydantic and building them took ~0.25 s of a run's start. Any other
+    value (an error to report, ``+5``, ``1_000``) goes to typer's own coercion, so the
+    values and the messages stay typer's.
+    """
+
+    descriptor: TypeDescriptor
+
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        annotation = self.annotation
+        if annotation is str and type(value) is str:
+            return value
+        if annotation is int and type(value) is int:
+            return value
+        if annotation is int and type(value) is str and _PLAIN_INT.fullmatch(value):
+            return int(value)
+        plain_paths = type(value) is tuple and all(type(item) is str for item in value)
+        if annotation == list[str] and plain_paths:
+            return list(value)
+        return self._typer._coerce_value(value, param=param, ctx=ctx)
+
+    @cached_property
+    def _typer(self) -> RuntimeParam:
+        return build_runtime_param(self.descriptor)
+
+
+class _PlainCommand(TyperCommand):
+    """A typer command whose parameters coerce plain values without pydantic."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # (typer's own click)
+        _plain_coercion(self.get_params(ctx))  # (the help option is made only with ctx)
+        return super().parse_args(ctx, args)
+
+
+class _BenchCommand(_PlainCommand, PanelCommand):
+    """The benchmark command: --help in panels, plain values without pydantic."""
+
+
+def _plain_coercion(params: list[Any]) -> None:
+    """Give ``params`` :class:`_PlainCoercion` where their type allows; a parameter that
+    typer would coerce otherwise keeps typer's coercion."""
+    for param in params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if descriptor is None or getattr(param, "_runtime_param", False) is not None:
+            continue  # (a typer that no longer works this way: its own coercion)
+        info = descriptor.parameter_info
+        plain = descriptor.annotation in (bool, int, str, list[str]) and (
+            descriptor.file_annotation is None
+            and info.parser is None
+            and (info.min, info.max, info.clamp) == (None, None, False)
+        )
+        if plain:
+            param._runtime_param = _PlainCoercion(
+                annotation=descriptor.annotation, parameter_info=info, descriptor=descriptor
+            )
 
 
 def _version(value: bool) -> None:
@@ -97,7 +168,6 @@ def bench(**options: Any) -> int:
     cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
     if hosts is not None or hostsfile is not None:
         return _on_hosts(cfg, hosts, hostsfile)
-    from aiobench.render.dryrun import render_plan
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
     from aiobench.run.launch import connect
@@ -109,6 +179,8 @@ def bench(**options: Any) -> int:
     job.agreed(lambda: check_output_files(cfg) if job.lead else None)
     human = sys.stderr if cfg.stdout_option is not None else sys.stdout
     if cfg.dryrun:
+        from aiobench.render.dryrun import render_plan
+
         if job.lead:
             print(render_plan(cfg, resolved, phase_kinds(cfg, resolved)), end="", file=human)
         return 0
@@ -157,7 +229,7 @@ bench.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
 )
 bench.__annotations__ = {}  # (typer reads the signature's)
 app.command(
-    cls=PanelCommand,
+    cls=_BenchCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="Quick check: aiobench check DIR. Saved runs: aiobench show RUN.json | "
     "aiobench compare A.json B.json | aiobench plot RUN.json -o FILE.png. A PATH named "
@@ -192,11 +264,12 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, job: Coor
     (stdout closed or full); a reader that went away (``| head``) is not an error. What
     cannot be said because stderr is unusable is only the exit code.
     """
-    from aiobench.render.json import dumps
     from aiobench.render.outputs import reason
     from aiobench.run.runner import exit_code
 
     if cfg.json_path is not None:
+        from aiobench.render.json import dumps
+
         outputs.write_document(dumps(result))
     outputs.close()
     if result.interrupted:
@@ -276,10 +349,10 @@ show.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     return_annotation=int,
 )
 show.__annotations__ = {}  # (typer reads the signature's)
-tools.command("show")(show)
+tools.command("show", cls=_PlainCommand)(show)
 
 
-@tools.command("compare")
+@tools.command("compare", cls=_PlainCommand)
 def compare(
     run_a: Annotated[str, typer.Argument(metavar="A.json", help="The baseline run.")],
     run_b: Annotated[str, typer.Argument(metavar="B.json", help="The run to compare with it.")],
@@ -304,7 +377,7 @@ def compare(
     return compare_command(run_a, run_b, fail_below, markdown, _print_out)
 
 
-@tools.command("plot")
+@tools.command("plot", cls=_PlainCommand)
 def plot(
     run: Annotated[str, typer.Argument(metavar="RUN.json", help="A --json result file.")],
     output: Annotated[
@@ -329,7 +402,7 @@ def plot(
     return 0
 
 
-tools.command("check")(check_command)
+tools.command("check", cls=_PlainCommand)(check_command)
 
 
 def main(argv: list[str] | None = None) -> None:

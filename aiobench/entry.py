@@ -10,6 +10,7 @@ unblock it.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 
@@ -31,3 +32,8 @@ def main() -> None:
         # back, under which a late SIGTERM would still kill the process: ignore them.
         for signum in interrupts.HANDLED:
             signal.signal(signum, signal.SIG_IGN)
+        # Python's shutdown collects garbage across every object still alive (numpy, typer,
+        # the engines: ~0.2 s of CPU here), only to free memory that the exit frees anyway.
+        # Frozen, they are left to it; what is garbage by reference counting still goes,
+        # and the standard streams are flushed as before (the run closed its own files).
+        gc.freeze()

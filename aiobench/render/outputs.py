@@ -16,7 +16,7 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from aiobench.config import BenchConfig
 from aiobench.errors import ConfigError
@@ -30,13 +30,16 @@ from aiobench.render.csv import (
     live_row,
     result_row,
 )
-from aiobench.render.json import interval_record, phase_record
-from aiobench.render.live import LiveLine
 from aiobench.render.outfiles import NEW, REGULAR, STREAM, Place
 from aiobench.render.table import HEADER, SEPARATOR, TableOptions, phase_text, summary_text
 from aiobench.results.events import Observer
 from aiobench.results.model import IntervalStats, PhaseResult, Progress, RunResult
 from aiobench.text import printable
+
+# Only a run that uses them loads these: the live line (rich) on a terminal, and the JSON
+# records of --jsonfile and --livejson (a run's start: scripts/bench --section startup).
+if TYPE_CHECKING:
+    from aiobench.render.live import LiveLine
 
 _CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
 
@@ -131,7 +134,13 @@ class Outputs(Observer):
         self.meta = meta
         self.human = human
         self.table = TableOptions.from_config(cfg.to_dict())
-        self.live = LiveLine(human) if cfg.live and human.isatty() else None
+        self.live: LiveLine | None = None
+        if cfg.live and human.isatty():
+            from aiobench.render.live import LiveLine
+
+            self.live = LiveLine(human)
+        if cfg.jsonfile_path is not None or cfg.livejson_path is not None:
+            import aiobench.render.json  # noqa: F401  (now, not in the middle of a phase)
         self.shown: list[PhaseResult] = []
         self.errors: list[str] = []
         self._phase_start = datetime.datetime.now(datetime.UTC)
@@ -259,6 +268,8 @@ class Outputs(Observer):
             row = line(live_row(cfg.label, phase, interval, moment))
             self._write("--livecsv", row, LIVE_HEADER)
         if cfg.livejson_path is not None:
+            from aiobench.render.json import interval_record
+
             iso = moment.isoformat(timespec="milliseconds")
             self._write("--livejson", interval_record(cfg.label, phase, interval, iso))
 
@@ -283,6 +294,8 @@ class Outputs(Observer):
         if cfg.csvfile_path is not None:
             self._write("--csvfile", line(result_row(self.meta, phase)), RESULT_HEADER)
         if cfg.jsonfile_path is not None:
+            from aiobench.render.json import phase_record
+
             self._write("--jsonfile", phase_record(self.meta, phase, phase.start_time))
         self.shown.append(phase)
 

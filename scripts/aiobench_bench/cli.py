@@ -248,7 +248,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--startup-runs",
         type=int,
         default=None,
-        help="startup: rounds of the three commands (default 20; --quick: 3)",
+        help="startup: rounds of the four commands (default 20; --quick: 3)",
     )
     parser.add_argument(
         "--s3-objects",

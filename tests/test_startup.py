@@ -1,0 +1,146 @@
+"""What starting aiobench loads: a plain run and ``--help`` leave out what other paths need.
+
+Most of a small run's start is importing (#28). These tests catch a heavy import coming
+back by what a real process has loaded, not by timing it (the machine may be busy); the
+times are in ``scripts/bench --section startup``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer._coercion import build_runtime_param
+
+from aiobench.cli import app
+
+# Loaded only by the paths that use them: pydantic by typer's own coercion of unusual values,
+# rich by the live line on a terminal, aiohttp by S3 targets, matplotlib by `plot`, the JSON
+# schema by saved runs, mpi4py under MPI.
+NOT_FOR_A_RUN = (
+    "pydantic",
+    "rich",
+    "aiohttp",
+    "matplotlib",
+    "fastjsonschema",
+    "mpi4py",
+    "aiobench.check.run",
+    "aiobench.check.judge",
+    "aiobench.check.render",
+    "aiobench.engines.s3",
+    "aiobench.render.compare",
+    "aiobench.render.dryrun",
+    "aiobench.render.json",
+    "aiobench.render.live",
+    "aiobench.render.plot",
+    "aiobench.results.saved",
+    "aiobench.results.schema",
+    "aiobench.run.hosts",
+    "aiobench.run.mpi",
+)
+# --help needs neither the run nor its numbers.
+NOT_FOR_HELP = (
+    *NOT_FOR_A_RUN,
+    "numpy",
+    "hdrh",
+    "asyncio",
+    "anyio",
+    "uvloop",
+    "aiobench.engines.native",
+    "aiobench.render.outputs",
+    "aiobench.results.model",
+    "aiobench.run.runner",
+)
+
+# The console entry point, as `aiobench ARGS` runs it; at the very end (after the exit's
+# SystemExit) the names of the modules loaded go to the file named by AIOBENCH_LOADED.
+_PROBE = """
+import os, sys
+sys.argv[0] = "aiobench"
+try:
+    from aiobench.entry import main
+    main()
+finally:
+    with open(os.environ["AIOBENCH_LOADED"], "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+"""
+
+
+def loaded(tmp_path: Path, *args: str) -> set[str]:
+    """The modules a real ``aiobench ARGS`` process has loaded when it ends (exit code 0)."""
+    names = tmp_path / "loaded.txt"
+    env = dict(os.environ, AIOBENCH_LOADED=str(names))
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return set(names.read_text().split())
+
+
+def among(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    """The ``modules`` that are one of ``packages`` or inside one."""
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+def test_a_plain_run_loads_only_what_it_uses(tmp_path: Path) -> None:
+    target = str(tmp_path / "f")
+    modules = loaded(tmp_path, "-w", "-r", "-b", "4k", "-s", "4k", target, "--nolive")
+    assert {"aiobench.run.runner", "numpy"} <= modules  # (it did run)
+    assert among(modules, NOT_FOR_A_RUN) == []
+
+
+def test_help_loads_neither_the_run_nor_numpy(tmp_path: Path) -> None:
+    modules = loaded(tmp_path, "--help")
+    assert "aiobench.helptext" in modules
+    assert among(modules, NOT_FOR_HELP) == []
+
+
+def test_the_among_check_finds_a_package_and_its_modules() -> None:
+    modules = {"rich", "rich.console", "richer", "numpy"}
+    assert among(modules, ("rich",)) == ["rich", "rich.console"]
+
+
+# -- the plain coercion (cli._PlainCoercion) gives what typer's own gives ----------------------
+
+_VALUES: dict[object, tuple[Any, ...]] = {
+    int: ("0", "7", "007", "-12", "-0", 5, "+5", " 5", "1_000", "12.0", "x", "1e3", "", "٣"),
+    str: ("", " a ", "é", "-", "x\udcff"),
+    bool: (True, False),
+    list[str]: (("a", "b"), (), ("-",)),
+}
+
+
+def _outcome(coercion: Any, value: object, param: Any, ctx: Any) -> tuple[str, object]:
+    try:
+        got = coercion.coerce(value, param=param, ctx=ctx)
+    except typer.BadParameter as exc:
+        return ("error", exc.format_message())
+    return (type(got).__name__, got)
+
+
+@pytest.mark.parametrize("annotation", list(_VALUES), ids=repr)
+def test_plain_coercion_gives_typers_values_and_messages(annotation: object) -> None:
+    command = typer.main.get_command(app)
+    ctx = command.make_context("aiobench", [], resilient_parsing=True)
+    every: list[Any] = command.get_params(ctx)  # typer's parameters
+    params = [p for p in every if p.type_descriptor.annotation == annotation]
+    assert params
+    for param in params:
+        plain = param.get_runtime_param()
+        assert type(plain).__name__ == "_PlainCoercion", param.name
+        typers = build_runtime_param(param.type_descriptor)
+        for value in (None, *_VALUES[annotation]):
+            assert _outcome(plain, value, param, ctx) == _outcome(typers, value, param, ctx), (
+                param.name,
+                value,
+            )

@@ -205,6 +205,26 @@ class OpRun:
             rest, self.offsets[done:], self.length, rest_array, self.first_seq + done, self.mix
         )
 
+    def joined(self, other: OpRun) -> OpRun | None:
+        """This run and then ``other``, the same thread's next operations, as one run; None
+        when they cannot be one (another length or --rwmixpct, or not consecutive)."""
+        if (other.length, other.mix) != (self.length, self.mix):
+            return None
+        if other.first_seq != self.first_seq + len(self):
+            return None
+        offsets = self.offsets + other.offsets
+        if isinstance(self.path_index, int) and self.path_index == other.path_index:
+            return OpRun(self.path_index, offsets, self.length, None, self.first_seq, self.mix)
+        paths = np.concatenate((self._paths(), other._paths()))
+        return OpRun(paths.tolist(), offsets, self.length, paths, self.first_seq, self.mix)
+
+    def _paths(self) -> IntArray:
+        if isinstance(self.path_index, int):
+            return np.full(len(self), self.path_index, dtype=np.int64)
+        if self.path_array is not None:
+            return self.path_array
+        return np.asarray(self.path_index, dtype=np.int64)
+
 
 class Permutation:
     """A full-period pseudo-random order of ``range(n)``, generated in vectorised chunks.

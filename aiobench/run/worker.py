@@ -162,6 +162,7 @@ class Slot:
     last_end_ns: int = 0
     batch_ops: int = _FIRST_RUN
     pending: Run | None = None  # what the last run's time budget left undone
+    later: Run | None = None  # taken to follow ``pending`` but not joinable with it
     # The runs that may end after FIRST DONE (PhaseState.floor_ns), with the slot's counts
     # before each, kept until FIRST DONE is final and the counts at it are in ``snapshot``.
     ring: deque[tuple[Done, Counts]] = field(default_factory=deque)
@@ -319,10 +320,28 @@ def first_done_floor(
     state.first_done_final = first is not None and floor >= first
 
 
-def _take(stream: Stream, slot: Slot, siblings: int) -> Run | None:
+def _take(stream: Stream, slot: Slot, siblings: int, have: int = 0) -> Run | None:
     # At most a fair share of what is left, so the thread's slots stay busy together to
     # the end instead of one slot finishing a long run alone.
-    return stream.take(min(slot.batch_ops, -(-stream.remaining // siblings)))
+    if slot.later is not None:
+        run, slot.later = slot.later, None
+        return run
+    return stream.take(min(slot.batch_ops - have, -(-stream.remaining // siblings)))
+
+
+def _topped_up(stream: Stream, slot: Slot, siblings: int, run: Run | None) -> Run | None:
+    """The slot's next run: what its last one left (``run``) with the next operations of
+    its thread after it, up to its run size. An engine that keeps a queue carries the
+    operations in flight at a run's end into the next one; with the next operations
+    behind them, it can keep its queue full over the boundary instead of draining it at
+    the end of what was left."""
+    more = _take(stream, slot, siblings, 0 if run is None else len(run))
+    if run is None or more is None:
+        return run or more
+    joined = run.joined(more) if isinstance(run, OpRun) and isinstance(more, OpRun) else None
+    if joined is None:
+        slot.later = more  # (not one run: the next one)
+    return joined or run
 
 
 def first_run(stream: Stream, slot: Slot, siblings: int, slots: int) -> bool:
@@ -351,11 +370,10 @@ def _slot_loop(
         deadline_ns = state.clock.deadline_ns
         if deadline_ns and perf_counter_ns() >= deadline_ns:
             return
-        run = slot.pending
-        if run is None:
+        run, slot.pending = slot.pending, None
+        if run is None or (spec.depth > 1 and len(run) < slot.batch_ops):
             with take_lock:  # (the thread's slots share its stream)
-                run = _take(stream, slot, siblings)
-        slot.pending = None
+                run = _topped_up(stream, slot, siblings, run)
         if run is None:
             return
         done, error = _execute(spec, state, slot, run, first)

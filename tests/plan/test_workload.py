@@ -7,7 +7,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from aiobench.plan.workload import Layout, OpRun, OpStream, Permutation, Slice, ops_per_thread
+from aiobench.plan.workload import (
+    Layout,
+    OpRun,
+    OpStream,
+    Permutation,
+    RwMix,
+    Slice,
+    ops_per_thread,
+)
 from tests.helpers import stream
 
 
@@ -106,3 +114,28 @@ def test_run_after_keeps_the_rest_in_order() -> None:
     assert (rest.path_index, rest.offsets, rest.length) == ([1, 1, 0], [4096, 8192, 12288], 4096)
     single = OpRun(2, [0, 4096, 8192], 4096).after(2)
     assert (single.path_index, single.offsets) == (2, [8192])
+
+
+def test_runs_of_one_thread_join_into_one_run() -> None:
+    one = OpRun(2, [0, 4096], 4096, first_seq=10)
+    same_path = one.joined(OpRun(2, [8192], 4096, first_seq=12))
+    assert same_path is not None
+    assert (same_path.path_index, same_path.offsets, same_path.first_seq) == (
+        2,
+        [0, 4096, 8192],
+        10,
+    )
+    assert same_path.path_array is None
+    two_paths = one.joined(OpRun([0, 1], [0, 0], 4096, np.array([0, 1]), first_seq=12))
+    assert two_paths is not None
+    assert two_paths.path_index == [2, 2, 0, 1] and two_paths.offsets == [0, 4096, 0, 0]
+    assert two_paths.path_array is not None and two_paths.path_array.tolist() == [2, 2, 0, 1]
+    assert len(two_paths) == 4 and two_paths.totals(4, 0) == (4, 4 * 4096, 0)
+
+
+def test_runs_that_are_not_one_stream_do_not_join() -> None:
+    one = OpRun(0, [0, 4096], 4096, first_seq=10)
+    assert one.joined(OpRun(0, [8192], 512, first_seq=12)) is None  # another length
+    assert one.joined(OpRun(0, [8192], 4096, first_seq=13)) is None  # a gap between them
+    mixed = OpRun(0, [8192], 4096, first_seq=12, mix=RwMix(50, 0))
+    assert one.joined(mixed) is None  # another --rwmixpct

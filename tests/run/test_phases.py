@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -13,12 +14,13 @@ import anyio
 import numpy as np
 import pytest
 
-from aiobench.engines.base import Engine, Job, RawBatch
+from aiobench.engines.base import Engine, IoOptions, Job, RawBatch
 from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.gate import StartGate
 from aiobench.engines.null import NullEngine
-from aiobench.kinds import READ, WRITE
+from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.plan.layout import Stream
+from aiobench.plan.targets import Targets
 from aiobench.plan.workload import Layout, OpRun, Slice
 from aiobench.run import worker
 from aiobench.run.phases import PhaseRun, run_phase
@@ -432,3 +434,59 @@ async def test_an_engine_failing_in_its_thread_ends_the_phase_with_its_exception
     assert raised.group_contains(RuntimeError, match="the engine broke", depth=None)
     assert ctx.stop.is_set()
     assert perf_counter_ns() - started < 3_000_000_000  # (1024 ops x 1 ms would be 1.5 s+)
+
+
+class HalfQueue(NullEngine):
+    """An engine that queues: one slot per thread keeps ``iodepth`` in flight, and each
+    run completes only the first half of its operations (as a budget that ends it while
+    the rest are still queued). It keeps each run's (first_seq, length, done)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[tuple[int, int, int]] = []
+
+    def slot_depth(
+        self, targets: Targets, kind: PhaseKind, options: IoOptions, iodepth: int
+    ) -> int:
+        return iodepth
+
+    def run(self, job: Job) -> RawBatch:
+        released = job.released()
+        if released is None:
+            return RawBatch(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+        ops = released.ops
+        assert isinstance(ops, OpRun)
+        done = max(1, len(ops) // 2)
+        now = perf_counter_ns()
+        self.runs.append((ops.first_seq, len(ops), done))
+        instants = np.arange(now, now + done, dtype=np.int64)
+        return RawBatch(instants, instants + 1)
+
+
+async def test_a_queued_slots_next_run_is_what_was_left_and_the_next_operations(
+    tmp_path: Path,
+) -> None:
+    # What a queued slot's run leaves (operations that may still be in flight in the
+    # engine) comes first in its next run, followed by the thread's next operations up to
+    # the run size: the engine can keep its queue full over the boundary. (The first run
+    # is as long as a run gets, 65,536 operations: the stream holds a few of them.)
+    total = 200_000
+    cfg = make_cfg([str(tmp_path / "a")], iodepth=4, block="4k", size="4m", write=False, read=True)
+    engine = HalfQueue()
+    ctx = context(cfg, Layout((total * 4096,), 4096), engine)
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert phase.last_done.ops == total
+    runs = engine.runs
+    assert runs[0][0] == 0
+    topped = 0
+    for (seq, length, done), (next_seq, next_length, _) in itertools.pairwise(runs):
+        assert next_seq == seq + done  # (each operation once, in order)
+        left = length - done
+        if next_seq + left < total:  # the stream had more: the run was topped up
+            assert next_length > left, runs
+            topped += 1
+    assert topped >= 2, runs
+    assert sum(done for _, _, done in runs) == total

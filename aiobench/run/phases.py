@@ -41,9 +41,13 @@ from aiobench.stats.intervals import CpuSample, IntervalSeries
 from aiobench.stats.summary import active_at, progress, summarise
 from aiobench.stats.tally import PhaseAbout, PhaseTally, SlotTally, ThreadTally
 
-# While an interval has ended but a run handed over before its end is still out, the
-# watcher looks again this often (runs last up to ~50 ms, 250 ms on the event loop).
+# While an interval has ended but a run started before its end is still out, the watcher
+# looks again after 5 ms, then twice as late each time up to 160 ms (runs last up to ~50
+# ms, 250 ms on the event loop; with hundreds of threads on a few cores one of them may be
+# late for longer): a look costs a pass over the slots, so their number must not set how
+# often the loop works.
 _CLOSE_POLL_NS = 5_000_000
+_CLOSE_POLL_MAX_NS = 160_000_000
 DEFAULT_LIVE_INTERVAL_NS = 2_000_000_000  # elbencho's --liveint default
 
 
@@ -310,6 +314,7 @@ class PhaseRun:
         active = active_at(self.planned, self.finished)
         next_tick = series.boundary(1)
         seen, seen_ns = (0, 0, 0), start_ns
+        close_poll = _CLOSE_POLL_NS
         while True:
             now = perf_counter_ns()
             if now >= next_tick:
@@ -340,7 +345,10 @@ class PhaseRun:
             ctx.coordinator.poll(ctx.stop)
             wait = next_tick - now
             if series.pending(now):
-                wait = min(wait, _CLOSE_POLL_NS)
+                wait = min(wait, close_poll)
+                close_poll = min(2 * close_poll, _CLOSE_POLL_MAX_NS)
+            else:
+                close_poll = _CLOSE_POLL_NS
             if ctx.coordinator.peer_poll_ns is not None:
                 wait = min(wait, ctx.coordinator.peer_poll_ns)
             await anyio.sleep(max(wait, 0) / 1e9)
@@ -351,6 +359,7 @@ class PhaseRun:
         assert series is not None and wall_start is not None  # (started)
         name, clock = self.about.name, state.clock
         cpu_last = _cpu_now()
+        loop_cpu_ns = thread_time_ns() - self.loop_cpu_start_ns  # (the phase's, as cpu_last)
         time_up = 0 < clock.deadline_ns <= cpu_last.wall_ns and not state.stop.is_set()
         active = active_at(self.planned, self.finished)
         for record in series.finish(max(self.finished), active, cpu_last, time_up=time_up):
@@ -380,7 +389,7 @@ class PhaseRun:
             cpu_last=cpu_last,
             threads=threads,
             peak_inflight=state.peak_inflight,
-            loop_cpu_ns=thread_time_ns() - self.loop_cpu_start_ns,
+            loop_cpu_ns=loop_cpu_ns,
             intervals=tuple(series.closed),
             timeline=clock.timeline,
             stopped=state.stop.is_set(),

@@ -447,15 +447,13 @@ class _Ends:
             self.all_ended.set()
 
     def ended(self, local: int, slot: Slot, failure: BaseException | None = None) -> None:
-        state = self.state
-        with state.lock:
+        with self.state.lock:
             slot.busy_since_ns = 0
             if failure is not None and self.failure is None:
                 self.failure = failure
             self.left[local] -= 1
             if not self.left[local]:
-                end = max(s.last_end_ns for s in self.slots[local])
-                self.finished(local, end or state.clock.start_ns)
+                self.finished(local, max(s.last_end_ns for s in self.slots[local]))
             self.remaining -= 1
             last = not self.remaining
         if last:
@@ -493,7 +491,7 @@ async def run_slots(
 ) -> None:
     """Run every thread rank's slots to completion; ``finished(local, end)`` is called
     (under ``state.lock``) as thread ``local``'s last slot ends, with the instant its last
-    operation ended (the phase's start if it had none).
+    operation ended (0 if none did).
 
     Each slot holding its first run (:func:`first_run`) hands it over at once; it starts
     when ``gate`` opens. An executor engine's slot runs its whole phase in one executor

@@ -12,6 +12,7 @@ there instead, in one task per slot, with budgets of ``LOOP_BATCH_NS``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -352,6 +353,28 @@ def first_run(stream: Stream, slot: Slot, siblings: int, slots: int) -> bool:
     return slot.pending is not None
 
 
+def _next_run(
+    spec: PhaseSpec,
+    state: PhaseState,
+    stream: Stream,
+    slot: Slot,
+    siblings: int,
+    take_lock: threading.Lock | None,
+) -> Run | None:
+    """The slot's next run, or None once the time limit is up or its thread has no more
+    work. ``take_lock`` guards the stream where the thread's slots run in threads."""
+    deadline_ns = state.clock.deadline_ns
+    if deadline_ns and perf_counter_ns() >= deadline_ns:
+        return None
+    run, slot.pending = slot.pending, None
+    if run is not None and not (
+        spec.depth > 1 and isinstance(run, OpRun) and len(run) < slot.batch_ops
+    ):
+        return run
+    with take_lock or contextlib.nullcontext():
+        return _topped_up(stream, slot, siblings, run)
+
+
 def _slot_loop(
     spec: PhaseSpec,
     state: PhaseState,
@@ -363,17 +386,11 @@ def _slot_loop(
 ) -> None:
     """A slot's whole phase, in one executor thread: run after run, each folded and
     accounted here, beside the other slots' I/O. The event loop's work is then per phase
-    and per interval, not per run or per slot (at ``-t 256`` the per-run round-trips to
-    the loop cost ~12 % of two cores), and the slot keeps its thread (and with it the
-    engine's per-slot state, such as a queue that carries over from run to run)."""
+    and per interval, not per run or per slot (issue #28 measured the per-run round-trips
+    to the loop at ~12 % of two cores at ``-t 256``), and the slot keeps its thread (and
+    with it the engine's per-slot state, such as a queue carried from run to run)."""
     while first is not None or not state.stop.is_set():
-        deadline_ns = state.clock.deadline_ns
-        if deadline_ns and perf_counter_ns() >= deadline_ns:
-            return
-        run, slot.pending = slot.pending, None
-        if run is None or (spec.depth > 1 and len(run) < slot.batch_ops):
-            with take_lock:  # (the thread's slots share its stream)
-                run = _topped_up(stream, slot, siblings, run)
+        run = _next_run(spec, state, stream, slot, siblings, take_lock)
         if run is None:
             return
         done, error = _execute(spec, state, slot, run, first)
@@ -389,11 +406,7 @@ async def _loop_slot(
     its runs awaited here, one after another."""
     first: StartGate | None = gate if slot.pending is not None else None
     while first is not None or not state.stop.is_set():
-        deadline_ns = state.clock.deadline_ns
-        if deadline_ns and perf_counter_ns() >= deadline_ns:
-            return
-        run = slot.pending or _take(stream, slot, siblings)
-        slot.pending = None
+        run = _next_run(spec, state, stream, slot, siblings, None)
         if run is None:
             return
         done, error = await _execute_async(spec, state, slot, run, first)

@@ -236,16 +236,20 @@ class Ext4Loop:
         self.mount: Path | None = None
         self.frozen = False
 
-    def setup(self, size: int) -> Path:
+    def setup(self, size: int, *, on_disk: bool = False, direct_io: bool | None = None) -> Path:
+        """``on_disk``: the backing file in the test's tmp_path, not in /dev/shm;
+        ``direct_io``: the loop device's --direct-io (None: losetup's default, off)."""
         # Backed by memory when /dev/shm is there: no disk writeback stalls of their own.
-        where = "/dev/shm" if os.path.isdir("/dev/shm") else str(self.workdir)
+        shm = os.path.isdir("/dev/shm") and not on_disk
+        where = "/dev/shm" if shm else str(self.workdir)
         fd, self.backing = tempfile.mkstemp(prefix="aiobench-test-", suffix=".img", dir=where)
         os.ftruncate(fd, size)
         os.close(fd)
         made = run_tool("mkfs.ext4", "-q", "-F", self.backing)
         if made.returncode:
             pytest.skip(f"mkfs.ext4 failed: {made.stderr.strip()}")
-        loop = run_tool("losetup", "--find", "--show", self.backing)
+        dio = [] if direct_io is None else [f"--direct-io={'on' if direct_io else 'off'}"]
+        loop = run_tool("losetup", "--find", "--show", *dio, self.backing)
         if loop.returncode:
             pytest.skip(f"no loop device: {loop.stderr.strip()}")
         self.device = loop.stdout.strip()

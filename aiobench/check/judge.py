@@ -7,7 +7,10 @@ Rules (each names itself in ``Finding.rule``):
   reads 14 GB/s); a 4 KiB read with one in flight under 5 us beats the fastest flash
   (Optane: ~7 us). Without direct I/O on a spinning disk (``rotational``), also beyond
   600 MiB/s or 2000 random IOPS. Not applied on tmpfs/ramfs, which are memory (a note says
-  so already); with direct I/O it points at a cache below the filesystem.
+  so already); with direct I/O it points at a cache below the filesystem. Whatever the
+  figures, a loop device under DIR's filesystem whose backing file is on tmpfs/ramfs, or
+  which reads it through the page cache (``loop/dio`` 0), is named: its figures can be
+  memory's however the check opens its files.
 - ``stalls``: p99 more than 50 times p50: a few operations waited far longer than the
   rest (writeback, throttling, a busy or failing device).
 - ``queue``: a deep-queue test below half its shallow twin (same pattern and direction):
@@ -22,7 +25,9 @@ Rules (each names itself in ``Finding.rule``):
 
 from __future__ import annotations
 
-from aiobench.check.model import Finding, Row
+from collections.abc import Sequence
+
+from aiobench.check.model import Finding, Loop, Row
 from aiobench.check.plan import MEMORY_FILESYSTEMS, META
 from aiobench.units import MIB, NS_PER_US, format_latency
 
@@ -77,6 +82,24 @@ def _page_cache(row: Row, rotational: bool | None, direct: bool) -> Finding | No
     return Finding(
         test=test.label, rule="page_cache", message=f"{test.label}: {_shown(row)}, {why}: {which}"
     )
+
+
+def _loop(loop: Loop) -> Finding | None:
+    held = f"{loop.device}, which holds DIR's filesystem,"
+    if loop.backing_fstype in MEMORY_FILESYSTEMS:
+        message = (
+            f"{held} keeps its backing file {loop.backing_file} on {loop.backing_fstype}: "
+            "every figure is one of memory, not of a device"
+        )
+    elif not loop.direct_io:
+        message = (
+            f"{held} reads and writes its backing file {loop.backing_file} through the "
+            "page cache (the loop device's direct I/O is off): the figures may be of "
+            f"memory, not of the device (losetup --direct-io=on {loop.device} bypasses it)"
+        )
+    else:
+        return None
+    return Finding(test=None, rule="page_cache", message=message)
 
 
 def _stalls(row: Row) -> Finding | None:
@@ -152,9 +175,17 @@ def _status(row: Row) -> Finding | None:
     )
 
 
-def judge(rows: list[Row], *, fstype: str, rotational: bool | None, direct: bool) -> list[Finding]:
-    """Every finding over ``rows``, row by row in their order, then across rows."""
-    out: list[Finding] = []
+def judge(
+    rows: list[Row],
+    *,
+    fstype: str,
+    rotational: bool | None,
+    direct: bool,
+    loops: Sequence[Loop] = (),
+) -> list[Finding]:
+    """Every finding over ``rows``: the loop devices under DIR first, then row by row in
+    their order, then across rows."""
+    out = [f for f in map(_loop, loops) if f is not None]
     memory = fstype in MEMORY_FILESYSTEMS
     for row in rows:
         found = (

@@ -39,6 +39,16 @@ def row_of(test: CheckTest, run: int, index: int, phase: PhaseResult) -> Row:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Loop:
+    """A loop device under DIR's filesystem, as sysfs shows it."""
+
+    device: str  # /dev/loop0
+    backing_file: str
+    direct_io: bool  # loop/dio: its reads and writes of the backing file bypass the page cache
+    backing_fstype: str  # the backing file's filesystem ('' when unknown)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
     """A result that looks wrong, and why: ``rule`` names the check that flagged it."""
 

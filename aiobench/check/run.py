@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import errno
-import os
 import platform
 import secrets
 import socket
@@ -24,13 +22,14 @@ from collections.abc import Callable
 
 from aiobench import __version__
 from aiobench.check import plan
+from aiobench.check.device import loops_under, rotational
 from aiobench.check.judge import judge
 from aiobench.check.model import CheckResult, Finding, row_of
 from aiobench.check.plan import Calibration, CheckTest
-from aiobench.check.workdir import WorkDir, check_dir, free_bytes, rotational
+from aiobench.check.workdir import METADATA_DIR, WorkDir, check_dir, free_bytes
 from aiobench.config import BenchConfig, build_config, checked_engine
 from aiobench.engines import registry
-from aiobench.errors import AiobenchError, ConfigError
+from aiobench.errors import BenchIOError, ConfigError
 from aiobench.plan.memory import available_memory, check_memory
 from aiobench.plan.targets import filesystem_type
 from aiobench.results.model import PhaseResult, RunResult
@@ -47,6 +46,24 @@ class _Stopped(Exception):
     """A run ended by a signal or an I/O error: the check goes no further."""
 
 
+class _RunRefused(Exception):
+    """A run of the check refused to start although its entry was the check's own: DIR
+    changed under the check (what the refusal says)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "offset": None,
+            "errno": 0,
+            "errno_name": "",
+            "message": str(self),
+        }
+
+
 @dataclasses.dataclass(slots=True)
 class _Check:
     dir: str
@@ -60,6 +77,7 @@ class _Check:
     runs: int = 0
     overheads: list[int] = dataclasses.field(default_factory=list)  # per run so far
     progress: Callable[[str], None] = lambda step: None  # what the check does now
+    after: BenchIOError | None = None  # the last run's entry was not the check's own after it
 
     def overhead_ns(self) -> int:
         """What the next run costs besides its timed phases: the median of the runs so
@@ -101,21 +119,37 @@ class _Check:
         cfg = build_config(**args)  # type: ignore[arg-type]
         return dataclasses.replace(cfg, timelimit_ns=limit_ns)
 
-    def run(self, cfg: BenchConfig) -> tuple[RunResult, int]:
-        """One run of the phase runner; (its result, its wall time in ns). The caller
-        keeps it (:meth:`keep`), which stops the check when a signal or error ended it."""
+    def run(self, cfg: BenchConfig, own: str, size: int = 0) -> tuple[RunResult, int]:
+        """One run of the phase runner on the check's entry ``own`` (at least ``size``
+        bytes long); (its result, its wall time in ns). The caller keeps it (:meth:`keep`),
+        which stops the check when a signal or error ended it, or ``own`` was not the
+        check's own before or after it (:class:`BenchIOError`, raised here before it)."""
         interrupts.resume()  # the previous run settled its signals; this one counts them
         interrupts.check()
         began = self.clock()
+        self.work.verify(own, size)
         engine = registry.make(cfg.ioengine)
-        resolved = engine.resolve(cfg)
-        check_memory(cfg, resolved, cfg.threads)
-        meta = run_meta(cfg, resolved, event_loop_name())
-        run = run_benchmark(cfg, resolved, engine, meta=meta)
+        try:
+            resolved = engine.resolve(cfg)
+            # The engine opens only what its probe saw: that must be the check's own.
+            if resolved.idents != (self.work.ident(own),):
+                self.work.verify(own, size)  # (names what is there instead)
+                raise ConfigError(f"{cfg.paths[0]}: not the check's own entry; not opened")
+            check_memory(cfg, resolved, cfg.threads)
+            meta = run_meta(cfg, resolved, event_loop_name())
+            run = run_benchmark(cfg, resolved, engine, meta=meta)
+        except ConfigError as exc:  # a run the check set up right, refused: DIR changed
+            self.work.verify(own, size)
+            raise _RunRefused(cfg.paths[0], str(exc)) from None
         self.runs += 1
         self.overheads.append(_overhead(run, self.clock() - began))
         if cfg.ioengine_fallback and registry.FALLBACK_NOTE not in self.notes:
             self.notes.append(registry.FALLBACK_NOTE)
+        if run.error is None and not run.interrupted:
+            try:
+                self.work.verify(own)
+            except BenchIOError as exc:
+                self.after = exc  # (the run is kept first: it measured the check's own)
         return run, self.clock() - began
 
     @property
@@ -132,7 +166,9 @@ class _Check:
         self.result.rows += [row_of(test, index, i, phase) for test, i, phase in rows]
         if run.error is not None:
             self.result.error = run.error
-        if run.interrupted or run.error is not None:
+        if self.after is not None:
+            self.result.error = self.after.to_dict()
+        if run.interrupted or self.result.error is not None:
             raise _Stopped
 
 
@@ -160,12 +196,12 @@ def _calibrate(c: _Check) -> Calibration:
         files=plan.CALIBRATION_FILES,
         size="0",
     )
-    md, md_wall = c.run(md_cfg)
+    md, md_wall = c.run(md_cfg, METADATA_DIR)
     c.keep(md, [])
     by_name = {p.name: p for p in md.phases}
     size = plan.CALIBRATION_FILE_BYTES
     seq_cfg = c.config(
-        c.work.file("cal.dat"),
+        c.work.make_file("cal.dat"),
         argv=["-w", "-b", "1M", "--iodepth", "8", *_direct(c.direct), "-s", f"{size // MIB}m"],
         limit_ns=c.budget_ns // 4,
         write=True,
@@ -173,9 +209,9 @@ def _calibrate(c: _Check) -> Calibration:
         iodepth=8,
         direct=c.direct,
     )
-    seq, seq_wall = c.run(seq_cfg)
+    seq, seq_wall = c.run(seq_cfg, "cal.dat")
     c.keep(seq, [])
-    os.unlink(c.work.file("cal.dat"))
+    c.work.remove_file("cal.dat")
     return Calibration(
         write_bytes_per_s=max(seq.phases[0].last_done.bytes_per_s, MIB),
         create_entries_per_s=max(by_name["WRITE"].last_done.entries_per_s, 1),
@@ -202,7 +238,7 @@ def _metadata(c: _Check, cal: Calibration) -> None:
         size="0",
         liveint=plan.live_interval_ms(per_phase_ns),
     )
-    run, _ = c.run(cfg)
+    run, _ = c.run(cfg, METADATA_DIR)
     rows = [
         (CheckTest(name=plan.META, op=plan.METADATA_PHASES[p.name]), i, p)
         for i, p in enumerate(run.phases)
@@ -212,7 +248,7 @@ def _metadata(c: _Check, cal: Calibration) -> None:
 
 
 def _file_tests(c: _Check, cal: Calibration, free: int, fstype: str) -> None:
-    path = c.work.file("test.dat")
+    path = c.work.make_file("test.dat")
     size = 0
     steps: list[CheckTest | None] = [None, *plan.FILE_TESTS]  # None: the fill
     for done, step in enumerate(steps):
@@ -252,7 +288,7 @@ def _file_tests(c: _Check, cal: Calibration, free: int, fstype: str) -> None:
             liveint=plan.live_interval_ms(limit),
         )
         c.progress("writing the test file" if step is None else test.label)
-        run, _ = c.run(cfg)
+        run, _ = c.run(cfg, "test.dat", 0 if step is None else size)
         phase = run.phases[0]
         c.keep(run, [] if step is None else [(test, 0, phase)])
         if step is None and phase.time_limited:
@@ -335,10 +371,10 @@ def run_check(
         _file_tests(c, cal, free, fstype)
     except (_Stopped, interrupts.Interrupted):
         pass
-    except OSError as exc:  # the check's own steps (its directory, the probe, a removal)
-        where = printable(str(exc.filename or dir_path))
-        name = errno.errorcode.get(exc.errno or 0, "")
-        raise AiobenchError(f"{where}: {name}: {exc.strerror}") from None
+    except (BenchIOError, _RunRefused) as exc:  # its entries were not its own, a run refused
+        result.error = exc.to_dict()
+    except OSError as exc:  # the check's own steps (its directory, the probe)
+        result.error = BenchIOError.from_os(str(exc.filename or dir_path), None, exc).to_dict()
     finally:
         c.progress("removing its files")
         work.remove()
@@ -349,7 +385,13 @@ def run_check(
         result.meta["signal"] = signum.name
     result.meta["left_behind"] = list(work.left)
     result.meta["elapsed_ns"] = clock() - start
-    result.findings += judge(result.rows, fstype=fstype, rotational=_rot(result), direct=c.direct)
+    result.findings += judge(
+        result.rows,
+        fstype=fstype,
+        rotational=_rot(result),
+        direct=c.direct,
+        loops=loops_under(dir_path),
+    )
     return result
 
 

@@ -2,14 +2,15 @@
 (O_DIRECT, free space, the device), and removing exactly what the check created.
 
 The directory is made by :func:`tempfile.mkdtemp` (a new, unique name, mode 0700), so
-nothing of the user's is inside it. Cleanup removes only the names the check gave its
-files, each through its parent's descriptor without following a symlink, then the
-directories; whatever else is found there stays, and the caller is told what.
+nothing of the user's is inside it; the check's entries are made in it never through a
+link, and checked before each run to be still its own (:mod:`aiobench.check.owned`).
+Cleanup removes only the names the check gave its entries, each through its parent's
+descriptor without following a symlink and only while it is the inode the check made,
+then the directories; whatever else is found there stays, and the caller is told what.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
@@ -17,12 +18,13 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 
-from aiobench.errors import ConfigError
-from aiobench.plan.targets import mount_of
+from aiobench.check import owned
+from aiobench.errors import BenchIOError, ConfigError
+from aiobench.plan.targets import FileId
 from aiobench.text import printable
 
 PREFIX = ".aiobench-check-"
-FILE_NAMES = ("cal.dat", "test.dat", "direct.probe")
+FILE_NAMES = ("cal.dat", "test.dat", "direct.probe")  # (the probe's file lives for an instant)
 METADATA_DIR = "meta"
 # The metadata runs' files: dir mode with -n 0 puts thread r's file j at PATH/r<r>-f<j>.
 _METADATA_FILE = re.compile(r"r0-f(0|[1-9][0-9]*)")
@@ -60,39 +62,71 @@ class WorkDir:
     path: str = ""
     metadata_files: int = 0  # the most files a metadata run of the check was given
     left: list[str] = field(default_factory=list)  # what remove() found and kept
+    made: dict[str, FileId] = field(default_factory=dict)  # its entries, by name ("" = itself)
+    fd: int = -1  # the directory (O_PATH): the check's entries are made in it
 
     def create(self) -> str:
         self.path = tempfile.mkdtemp(prefix=PREFIX, dir=self.parent)
+        self.fd = os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        st = os.fstat(self.fd)
+        self.made[""] = (st.st_dev, st.st_ino)
         return self.path
 
     def file(self, name: str) -> str:
-        assert name in FILE_NAMES
+        assert name in FILE_NAMES or name == METADATA_DIR
         return os.path.join(self.path, name)
 
-    def metadata_dir(self) -> str:
-        """The metadata runs' PATH, made once (empty, a real directory)."""
-        where = os.path.join(self.path, METADATA_DIR)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(where, 0o700)
+    def make_file(self, name: str) -> str:
+        """Make the check's empty file ``name`` (never through a link); its path."""
+        where = self.file(name)
+        self.made[name] = owned.make_file(self.fd, name, where)
         return where
+
+    def metadata_dir(self) -> str:
+        """The metadata runs' PATH, made on first use (empty, a real directory)."""
+        where = self.file(METADATA_DIR)
+        if METADATA_DIR not in self.made:
+            self.made[METADATA_DIR] = owned.make_dir(self.fd, METADATA_DIR, where)
+        return where
+
+    def verify(self, name: str, size: int = 0) -> None:
+        """The check's directory and its entry ``name`` are still the ones it made (see
+        :mod:`aiobench.check.owned`); else :class:`~aiobench.errors.BenchIOError`."""
+        owned.verify(self.path, self.made[""], directory=True)
+        owned.verify(self.file(name), self.made[name], directory=name == METADATA_DIR, size=size)
+
+    def ident(self, name: str) -> FileId:
+        return self.made[name]
+
+    def remove_file(self, name: str) -> None:
+        """Remove the check's file ``name``, once it is checked to be still its own."""
+        self.verify(name)
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except OSError as exc:
+            raise BenchIOError.from_os(self.file(name), None, exc) from None
+        del self.made[name]
 
     def probe_direct(self) -> bool:
         """Whether files here open with O_DIRECT (a filesystem without it says EINVAL)."""
-        name = self.file("direct.probe")
+        name = "direct.probe"
         flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_DIRECT | os.O_NOFOLLOW
         try:
-            fd = os.open(name, flags, 0o600)
+            fd = os.open(name, flags, 0o600, dir_fd=self.fd)
         except OSError as exc:
             if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP):
                 return False
             raise
+        st = os.fstat(fd)
         os.close(fd)
-        os.unlink(name)
+        self.made[name] = (st.st_dev, st.st_ino)
+        self.remove_file(name)
         return True
 
     def remove(self) -> None:
         """Remove the check's files and directories; what else is there stays (in
-        :attr:`left`). Never raises: a cleanup that fails says so through :attr:`left`."""
+        :attr:`left`), a name that no longer leads to what the check made too. Never
+        raises: a cleanup that fails says so through :attr:`left`."""
         if not self.path:
             return
         try:
@@ -100,19 +134,45 @@ class WorkDir:
         except OSError as exc:
             if exc.errno != errno.ENOENT:
                 self.left.append(f"{printable(self.path)} ({exc.strerror})")
+            self._close()
             return
         try:
+            if not self._same(top, ""):
+                self.left.append(f"{printable(self.path)} (not the directory the check made)")
+                return
             for name in FILE_NAMES:
                 self._unlink(top, name)
             self._remove_metadata(top)
         finally:
             os.close(top)
+            self._close()
         try:
             os.rmdir(self.path)
         except OSError as exc:
             self.left.append(f"{printable(self.path)} ({exc.strerror})")
 
+    def _close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _same(self, fd: int, name: str) -> bool:
+        st = os.fstat(fd)
+        return self.made.get(name) == (st.st_dev, st.st_ino)
+
     def _unlink(self, dir_fd: int, name: str) -> None:
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.left.append(f"{printable(os.path.join(self.path, name))} ({exc.strerror})")
+            return
+        if self.made.get(name) != (st.st_dev, st.st_ino):
+            self.left.append(
+                f"{printable(os.path.join(self.path, name))} (not the file the check made)"
+            )
+            return
         try:
             os.unlink(name, dir_fd=dir_fd)
         except FileNotFoundError:
@@ -129,10 +189,16 @@ class WorkDir:
             self.left.append(f"{printable(os.path.join(self.path, METADATA_DIR))} ({exc.strerror})")
             return
         try:
+            if not self._same(fd, METADATA_DIR):
+                self.left.append(
+                    f"{printable(os.path.join(self.path, METADATA_DIR))} (not the directory "
+                    "the check made)"
+                )
+                return
             for name in os.listdir(fd):
                 found = _METADATA_FILE.fullmatch(name)
                 if found and int(found.group(1)) < self.metadata_files:
-                    self._unlink(fd, name)
+                    self._unlink_entry(fd, name)
         finally:
             os.close(fd)
         try:
@@ -140,44 +206,11 @@ class WorkDir:
         except OSError as exc:
             self.left.append(f"{printable(os.path.join(self.path, METADATA_DIR))} ({exc.strerror})")
 
-
-def rotational(path: str) -> bool | None:
-    """Whether DIR's filesystem sits on a spinning disk (the device's queue/rotational);
-    None when there is no single block device to ask (tmpfs, network, overlay)."""
-    mount_point, _ = mount_of(path)
-    source = _mount_source(mount_point)
-    if not source.startswith("/dev/"):
-        return None
-    try:
-        st = os.stat(source)
-    except OSError:
-        return None
-    if not stat.S_ISBLK(st.st_mode):
-        return None
-    sysfs = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    # A partition has no queue of its own: its disk's is one level up.
-    candidates = (f"{sysfs}/queue/rotational", f"{sysfs}/../queue/rotational")
-    found = [c for c in candidates if os.path.exists(c)]
-    if not found:
-        return None
-    try:
-        with open(found[0], encoding="ascii") as handle:
-            return handle.read().strip() == "1"
-    except (OSError, ValueError):
-        return None
-
-
-def _mount_source(mount_point: str, mountinfo: str = "/proc/self/mountinfo") -> str:
-    try:
-        with open(mountinfo, encoding="utf-8") as handle:
-            lines = handle.readlines()
-    except OSError:
-        return ""
-    source = ""
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        parts = left.split()
-        if len(parts) >= 5 and parts[4].replace("\\040", " ") == mount_point and right:
-            fields = right.split()
-            source = fields[1] if len(fields) > 1 else ""
-    return source
+    def _unlink_entry(self, dir_fd: int, name: str) -> None:
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            where = os.path.join(self.path, METADATA_DIR, name)
+            self.left.append(f"{printable(where)} ({exc.strerror})")

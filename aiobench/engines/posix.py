@@ -23,7 +23,16 @@ from typing import TYPE_CHECKING
 from aiobench.engines.nofollow import explain, reuse_dir
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import PhaseKind
-from aiobench.plan.targets import BLOCKDEV, DIR, FILE, Probe, Resolved, Targets, resolve
+from aiobench.plan.targets import (
+    BLOCKDEV,
+    DIR,
+    FILE,
+    FileId,
+    Probe,
+    Resolved,
+    Targets,
+    resolve,
+)
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
@@ -100,16 +109,17 @@ class PosixTargets:
         a dir; anything else is a :class:`ConfigError`. Without ``opening`` (--dryrun) a
         block device's size is the sector count sysfs shows."""
         try:
-            mode = os.stat(path).st_mode
+            st = os.stat(path)
         except FileNotFoundError:
             parent = os.path.dirname(os.path.abspath(path))
             return Probe(FILE, None, creatable=os.path.isdir(parent))
         except OSError as exc:
             raise ConfigError(f"{path}: cannot stat: {exc.strerror}") from None
+        mode, ident = st.st_mode, (st.st_dev, st.st_ino)
         if stat.S_ISREG(mode):
-            return Probe(FILE, os.stat(path).st_size)
+            return Probe(FILE, st.st_size, ident=ident)
         if stat.S_ISDIR(mode):
-            return Probe(DIR, 0)
+            return Probe(DIR, 0, ident=ident)
         if not stat.S_ISBLK(mode):
             raise ConfigError(f"{path}: not a regular file, block device or directory")
         if not opening:
@@ -139,20 +149,25 @@ class PosixTargets:
         """
         path_type = resolved.path_type
         opened = FdTargets(cfg.paths, dirs=path_type == DIR)
+        idents = resolved.idents or (None,) * len(cfg.paths)
         if opened.dirs:
             flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
             try:
-                for path in cfg.paths:
+                for path, ident in zip(cfg.paths, idents, strict=True):
                     opened.fds.append(os.open(path, flags))
+                    _same(opened.fds[-1], ident, path)
             except OSError as exc:
                 opened.close()
                 raise ConfigError(f"{path}: cannot open the directory: {exc.strerror}") from None
+            except ConfigError:
+                opened.close()
+                raise
             return opened
         try:
-            for path in cfg.paths:
+            for path, ident in zip(cfg.paths, idents, strict=True):
                 if check is not None:
                     check()
-                opened.fds.append(_open_one(cfg, path, path_type, opened.created))
+                opened.fds.append(_open_one(cfg, path, path_type, opened.created, ident))
         except BaseException:
             opened.undo()
             raise
@@ -239,11 +254,42 @@ class PosixTargets:
                 ) from None
 
 
+def _same(fd: int, ident: FileId | None, path: str) -> None:
+    """The file or dir open at ``fd`` is ``ident`` (what the probe or the creation found
+    at ``path``): else ``path`` was replaced since (by another file, a symlink or a hard
+    link to something else), and the run refuses it before any I/O."""
+    if ident is None:
+        return
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != ident:
+        raise ConfigError(
+            f"{path}: replaced since it was looked at (now another file, or a link to one); "
+            "not written"
+        )
+
+
+def _create(path: str) -> FileId | None:
+    """Create the missing file ``path`` (never through a symlink: O_EXCL); what it made,
+    or None when another MPI rank created it just now (not ours to remove)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot create: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return st.st_dev, st.st_ino
+
+
 def _open_one(
     cfg: BenchConfig,
     path: str,
     path_type: str,
     created: list[str],
+    ident: FileId | None = None,
 ) -> int:
     flags = os.O_RDWR if cfg.write else os.O_RDONLY
     flags |= getattr(os, "O_CLOEXEC", 0)
@@ -251,15 +297,12 @@ def _open_one(
         # O_EXCL on a block device: the kernel refuses (EBUSY) while it is mounted or held
         # by md/dm/swap, and keeps it from being mounted while we write.
         flags |= os.O_EXCL
-    elif path_type == FILE and cfg.write and not os.path.exists(path):
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-        except FileExistsError:
-            pass  # another MPI rank created it just now: not ours to remove
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot create: {exc.strerror}") from None
-        else:
+    elif path_type == FILE and cfg.write and ident is None and not os.path.exists(path):
+        # (A file the probe found is not made anew if it went: that is an error below.)
+        made = _create(path)
+        if made is not None:
             created.append(path)
+            ident = made  # reopened by name below: it must still be the file made here
     if cfg.direct:
         flags |= os.O_DIRECT
     try:
@@ -274,6 +317,12 @@ def _open_one(
                 f"--direct: the filesystem of {path} does not support O_DIRECT"
             ) from None
         raise ConfigError(f"{path}: cannot open: {exc.strerror}") from None
+    if path_type != BLOCKDEV:  # (a device node's inode says nothing of the device)
+        try:
+            _same(fd, ident, path)
+        except ConfigError:
+            os.close(fd)
+            raise
     if path_type == BLOCKDEV and cfg.write:
         # Only after the exclusive open, so a mounted device is reported as mounted.
         try:

@@ -13,7 +13,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aiobench.config import BenchConfig, validate
 from aiobench.errors import ConfigError
@@ -23,6 +23,7 @@ from aiobench.plan.workload import Layout
 from aiobench.units import MAX_BYTES, format_bytes
 
 FILE, BLOCKDEV, DIR = PathType.FILE, PathType.BLOCKDEV, PathType.DIR
+FileId = tuple[int, int]  # (st_dev, st_ino): which file or dir a name led to
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,9 @@ class Probe:
     path_type: PathType
     size: int | None
     creatable: bool = True
+    # (st_dev, st_ino) of the file or dir found there, so opening it later can tell it is
+    # still the one the run was sized and checked for; None where nothing is (or a device).
+    ident: FileId | None = None
 
 
 class Targets:
@@ -89,6 +93,8 @@ class Resolved:
     # What the engine that resolved the run parsed for itself (object storage: endpoints,
     # credentials, region), handed back to its open(); the harness does not look inside.
     settings: object = None
+    # Per PATH, the file or dir its probe found (Probe.ident): open() refuses another one.
+    idents: tuple[FileId | None, ...] = ()
 
 
 def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe]) -> Resolved:
@@ -96,6 +102,7 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe]) -> Resolved:
     block size; read-only. ``probe`` is the run's engine's look at one PATH (opening nothing
     under --dryrun)."""
     found = {path: probe(path, not cfg.dryrun) for path in cfg.paths}
+    idents = tuple(found[path].ident for path in cfg.paths)
     types = {path: seen.path_type for path, seen in found.items()}
     kinds = set(types.values())
     if len(kinds) > 1:
@@ -104,7 +111,7 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe]) -> Resolved:
     path_type = kinds.pop()
     if path_type == DIR:
         validate(cfg, path_type)
-        resolved = _resolve_dirs(cfg)
+        resolved = replace(_resolve_dirs(cfg), idents=idents)
         _check_space(cfg, resolved)
         return resolved
     dir_only = cfg.dir_mode_options()
@@ -139,7 +146,7 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe]) -> Resolved:
             f"{block} bytes; use fewer threads, a smaller -b or a larger -s"
         )
     check_randamount(cfg, block)
-    resolved = Resolved(path_type, layout, tuple(notes))
+    resolved = Resolved(path_type, layout, tuple(notes), idents=idents)
     _check_space(cfg, resolved)
     return resolved
 

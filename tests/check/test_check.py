@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import json
 import os
 import random
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ from tests.helpers import (
     md_table,
     mounted_tmpfs,
     run_aiobench,
+    run_tool,
 )
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
@@ -437,3 +441,214 @@ def test_a_broken_check_document_is_an_error_naming_the_place(
     ]
     for path, needles in cases:
         _usage_error(capsys, ["compare", good, path], needles)
+
+
+def _loop_dio(device: str) -> str:
+    return Path(f"/sys/block/{os.path.basename(device)}/loop/dio").read_text("ascii").strip()
+
+
+def _loop_findings(doc: Doc) -> list[str]:
+    return [
+        f["message"] for f in doc["findings"] if f["test"] is None and f["rule"] == "page_cache"
+    ]
+
+
+@pytest.mark.root
+def test_a_loop_device_that_reads_its_backing_file_through_the_page_cache_is_flagged(
+    ext4_loop: Ext4Loop, tmp_path: Path, validator: Draft202012Validator
+) -> None:
+    """ext4 on a loop device over a file on disk with the loop's direct I/O off: the
+    check's O_DIRECT reads come from the host's page cache of that file, as fast as
+    memory; sysfs says so (loop/dio 0), and the check names it. With it on: no word."""
+    mnt = ext4_loop.setup(256 << 20, on_disk=True, direct_io=False)
+    assert ext4_loop.device is not None and ext4_loop.backing is not None
+    if _loop_dio(ext4_loop.device) != "0":
+        pytest.skip(f"{ext4_loop.device}: losetup --direct-io=off did not take")
+    proc, doc = _check(mnt, tmp_path / "cached.json")
+    assert errors_of(validator, doc) == []
+    (message,) = _loop_findings(doc)
+    assert message.startswith(f"{ext4_loop.device}, which holds DIR's filesystem, reads and ")
+    assert ext4_loop.backing in message and "direct I/O is off" in message
+    assert f"Warning: {message}." in proc.stdout
+    assert "No suspicious result" not in proc.stdout
+    # The same device bypassing the page cache: the check has nothing to say of it.
+    switched = run_tool("losetup", "--direct-io=on", ext4_loop.device)
+    if switched.returncode or _loop_dio(ext4_loop.device) != "1":
+        pytest.skip(f"losetup --direct-io=on {ext4_loop.device}: {switched.stderr.strip()}")
+    _, direct = _check(mnt, tmp_path / "direct.json")
+    assert _loop_findings(direct) == []
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class _Planter:
+    """Puts a link named ``name`` to ``target`` into the check's directory as soon as it
+    appears in ``root`` (``delay`` s after the check's own ``after`` file is there, if
+    given): made under another name, then renamed over whatever is there, as an attacker
+    would. Runs in a thread while the check runs."""
+
+    def __init__(self, root: Path, name: str, kind: str, target: Path, after: str = "") -> None:
+        self.root, self.name, self.kind, self.target, self.after = root, name, kind, target, after
+        self.planted: Path | None = None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + WALL_GUARD_S
+        while not self.done.is_set() and time.monotonic() < deadline:
+            found = [
+                p for p in self.root.glob(".aiobench-check-*") if p.name != ".aiobench-check-mine"
+            ]
+            if found and (not self.after or (found[0] / self.after).exists()):
+                if self.after:
+                    time.sleep(0.3)  # into the tests on that file
+                self._plant(found[0])
+                return
+            time.sleep(0.001)
+
+    def _plant(self, workdir: Path) -> None:
+        spare = workdir / f".planted-{self.name}"
+        with contextlib.suppress(OSError):
+            if self.kind == "symlink":
+                spare.symlink_to(self.target)
+            else:
+                os.link(self.target, spare)
+            os.rename(spare, workdir / self.name)
+            self.planted = workdir / self.name
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(
+    ("name", "kind", "after"),
+    [
+        ("cal.dat", "symlink", ""),
+        ("cal.dat", "hardlink", ""),
+        ("test.dat", "symlink", ""),
+        ("test.dat", "hardlink", ""),
+        ("test.dat", "symlink", "test.dat"),  # raced in while the tests use the file
+        ("test.dat", "hardlink", "test.dat"),
+    ],
+)
+def test_a_link_planted_in_the_checks_directory_is_an_error_never_written_through(
+    tmp_path: Path, validator: Draft202012Validator, name: str, kind: str, after: str
+) -> None:
+    """DIR is a directory of a tmpfs; the file outside it (on the same filesystem, for a
+    hard link) must come out of the check byte for byte as it went in."""
+    with mounted_tmpfs(tmp_path / "mnt", "size=256m") as mnt:
+        _planted(mnt, tmp_path, validator, name, kind, after)
+
+
+def _planted(
+    mnt: Path, tmp_path: Path, validator: Draft202012Validator, name: str, kind: str, after: str
+) -> None:
+    root = mnt / "dir"
+    root.mkdir()
+    outside = mnt / "outside.bin"
+    outside.write_bytes(os.urandom(1 << 20))
+    before, sha = listing(root), _sha(outside)
+    out = tmp_path / "planted.json"
+    planter = _Planter(root, name, kind, outside, after)
+    try:
+        proc = run_aiobench(
+            "check", str(root), "--budget", "3", "--json", str(out), timeout=WALL_GUARD_S
+        )
+    finally:
+        planter.stop()
+    try:
+        assert planter.planted is not None, "the check's directory never appeared"
+        assert _sha(outside) == sha and outside.stat().st_size == 1 << 20
+        assert "Traceback" not in proc.stderr
+        assert proc.returncode == 1, (proc.stdout, proc.stderr)
+        (error,) = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+        assert str(planter.planted) in error, error
+        assert any(e in error for e in ("EEXIST", "ELOOP")), error
+        doc = json.loads(out.read_text(encoding="utf-8"))
+        assert errors_of(validator, doc) == []
+        assert doc["error"]["path"] == str(planter.planted)
+        # The link stays (not the check's to remove), and is named; nothing else is left.
+        assert f"{planter.planted} (not the file the check made)" in doc["meta"]["left_behind"]
+    finally:
+        for workdir in root.glob(".aiobench-check-*"):
+            shutil.rmtree(workdir)
+    assert listing(root) == before
+
+
+def _sabotaged(
+    root: Path, out: Path, harm: Callable[[Path], None]
+) -> subprocess.CompletedProcess[str]:
+    """A check of ``root`` whose directory ``harm`` gets once its test file is there."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "aiobench", "check", str(root), "--budget", "4", "--json", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONWARNINGS="error"),
+    )
+    try:
+        deadline = time.monotonic() + WALL_GUARD_S
+        while child.poll() is None and time.monotonic() < deadline:
+            found = list(root.glob(".aiobench-check-*/test.dat"))
+            if found:
+                harm(found[0])
+                break
+            time.sleep(0.001)
+        stdout, stderr = child.communicate(timeout=WALL_GUARD_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
+
+
+def _shrink(test_file: Path) -> None:
+    """Cut the test file to 1 MiB, again and again while the check has it (its writes
+    lengthen it again), so the tests after the fill find it short."""
+    deadline = time.monotonic() + WALL_GUARD_S
+    while time.monotonic() < deadline:
+        try:
+            os.truncate(test_file, 1 << 20)
+        except FileNotFoundError:
+            return
+        time.sleep(0.002)
+
+
+def _remove_dir(test_file: Path) -> None:
+    time.sleep(0.2)  # into the tests
+    shutil.rmtree(test_file.parent)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("harm", "needles"), [
+    (_shrink, ["test.dat", "EIO"]),
+    (_remove_dir, [".aiobench-check-", "ENOENT"]),
+])  # fmt: skip
+def test_a_run_that_fails_as_dir_changes_still_writes_the_json(
+    tmp_path: Path,
+    validator: Draft202012Validator,
+    harm: Callable[[Path], None],
+    needles: list[str],
+) -> None:
+    """The test file cut short, or the check's directory removed, while the check runs: a
+    run-time error (exit 1, one Error line naming the path and the errno) and the JSON
+    document with what was measured until then."""
+    out = tmp_path / "harmed.json"
+    with mounted_tmpfs(tmp_path / "mnt", "size=256m") as root:
+        proc = _sabotaged(root, out, harm)
+        left = listing(root)
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    (error,) = [line for line in proc.stderr.splitlines() if line.startswith("Error: ")]
+    assert all(n in error for n in needles), error
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert errors_of(validator, doc) == []
+    assert doc["error"]["errno_name"] == needles[1]
+    assert needles[0] in doc["error"]["path"]
+    assert doc["runs"] and doc["meta"]["calibration"] is not None  # what ran is there
+    assert left == {}

@@ -7,7 +7,7 @@ import math
 
 from aiobench.check import plan
 from aiobench.check.judge import judge
-from aiobench.check.model import CheckResult, Finding, Row
+from aiobench.check.model import CheckResult, Finding, Loop, Row
 from aiobench.check.plan import Calibration, CheckTest
 from aiobench.check.render import render_check, render_markdown
 from aiobench.render.compare import compare_lines, render_compare, render_compare_markdown
@@ -203,6 +203,33 @@ def test_few_operations_and_odd_endings_are_named() -> None:
     assert _rules([_row("SEQ1M Q1T1 read", 100 * MIB, status="interrupted", count=3)]) == [
         ("SEQ1M Q1T1 read", "status")
     ]
+
+
+def test_a_loop_device_under_dir_that_caches_its_backing_file_is_named_first() -> None:
+    def loop(direct_io: bool, fstype: str = "ext4") -> Loop:
+        return Loop(
+            device="/dev/loop3",
+            backing_file="/srv/disk.img",
+            direct_io=direct_io,
+            backing_fstype=fstype,
+        )
+
+    healthy = [_row("SEQ1M Q1T1 read", 1000 * MIB, p50=900_000, p99=2_000_000)]
+    stalled = [_row("SEQ1M Q1T1 read", 1000 * MIB, p50=900_000, p99=90_000_000)]
+    (cached,) = judge(healthy, fstype="ext4", rotational=True, direct=True, loops=[loop(False)])
+    assert (cached.test, cached.rule) == (None, "page_cache")
+    for needle in ("/dev/loop3", "/srv/disk.img", "direct I/O is off", "--direct-io=on"):
+        assert needle in cached.message
+    # Named before the rows' findings, whatever the figures say.
+    assert _rules(stalled, loops=[loop(False)]) == [
+        (None, "page_cache"),
+        ("SEQ1M Q1T1 read", "stalls"),
+    ]
+    assert _rules(healthy, loops=[loop(True)]) == []
+    (memory,) = judge(
+        healthy, fstype="ext4", rotational=None, direct=True, loops=[loop(True, "tmpfs")]
+    )
+    assert "/srv/disk.img on tmpfs: every figure is one of memory" in memory.message
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from aiobench.engines import registry
 from aiobench.engines.base import Engine, Job
 from aiobench.engines.buffers import SlotBuffer
+from aiobench.errors import ConfigError
 from aiobench.kinds import READ
 from aiobench.plan.workload import OpRun
 from aiobench.run.runner import run_benchmark
@@ -138,3 +139,46 @@ def test_engine_run_ends_at_its_time_budget(tmp_path: Path, io_engine: Engine) -
     finally:
         buf.close()
         os.close(fd)
+
+
+@pytest.mark.parametrize("swap", ["symlink", "hardlink", "file"])
+def test_a_path_replaced_after_its_probe_is_refused_before_any_write(
+    tmp_path: Path, io_engine: Engine, swap: str
+) -> None:
+    """The run was sized and checked for the file the probe found; a symlink, a hard link
+    to another file or another file renamed over it by the time it opens is refused (and
+    what it leads to is left as it was). A dir mode PATH likewise."""
+    target, outside = tmp_path / "f", tmp_path / "outside"
+    target.write_bytes(bytes(1 << 20))
+    outside.write_bytes(b"mine" * 1024)
+    cfg = make_cfg([str(target)])
+    resolved = io_engine.resolve(cfg)
+    spare = tmp_path / "spare"
+    if swap == "symlink":
+        spare.symlink_to(outside)
+    elif swap == "hardlink":
+        os.link(outside, spare)
+    else:
+        spare.write_bytes(bytes(1 << 20))
+    os.rename(spare, target)
+    with pytest.raises(ConfigError, match=f"{target}: replaced since it was looked at"):
+        run_benchmark(cfg, resolved, io_engine)
+    assert outside.read_bytes() == b"mine" * 1024
+    if swap == "file":
+        assert target.read_bytes() == bytes(1 << 20)
+    # A file the probe found and that is gone by then is not made anew.
+    target.unlink()
+    with pytest.raises(ConfigError, match="cannot open"):
+        run_benchmark(cfg, resolved, io_engine)
+    assert not target.exists()
+    # Dir mode: the PATH dir swapped for another.
+    tree, other = tmp_path / "tree", tmp_path / "other"
+    tree.mkdir()
+    other.mkdir()
+    dir_cfg = make_cfg([str(tree)], dirs=0, files=2, size="4k", block="4k")
+    dir_resolved = io_engine.resolve(dir_cfg)
+    tree.rmdir()
+    other.rename(tree)
+    with pytest.raises(ConfigError, match=f"{tree}: replaced since it was looked at"):
+        run_benchmark(dir_cfg, dir_resolved, io_engine)
+    assert list(tree.iterdir()) == []

@@ -61,17 +61,22 @@ MIN_PLOT_PX, MAX_PLOT_PX = 100, 10_000
 # An integer as typer's coercion (pydantic's) reads it, spelled so that int() reads it alike;
 # 18 digits always fit pydantic's fast integer path.
 _PLAIN_INT = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+# What a number parameter wants, said when a value is not one; "of ..." by its placeholder.
+# (typer hands an ``int | None`` parameter over as int.)
+_NUMBERS: dict[object, str] = {int: "a whole number", float: "a number"}
+_OF_UNIT = {"MS": " of milliseconds"}
 
 
 @dataclasses.dataclass(frozen=True)
 class _PlainCoercion(RuntimeParam):
-    """typer's coercion of a bool, int, str or list[str] parameter, without pydantic for the
-    values a command line usually holds: a str, an int default, plain digits, the PATHs.
+    """typer's coercion of a bool, int, float, str or list[str] parameter, without pydantic
+    for the values a command line usually holds: a str, an int default, plain digits, the
+    PATHs.
 
     typer builds a pydantic TypeAdapter for every parameter it coerces, also for one not
     given; importing pydantic and building them took ~0.25 s of a run's start. Any other
-    value (an error to report, ``+5``, ``1_000``) goes to typer's own coercion, so the
-    values and the messages stay typer's.
+    value (``+5``, ``1_000``, an error) goes to typer's own coercion, so the values stay
+    typer's; a value that is not a number is one ``Error:`` line naming the option.
     """
 
     descriptor: TypeDescriptor
@@ -87,14 +92,22 @@ class _PlainCoercion(RuntimeParam):
         plain_paths = type(value) is tuple and all(type(item) is str for item in value)
         if annotation == list[str] and plain_paths:
             return list(value)
-        return self._typer._coerce_value(value, param=param, ctx=ctx)
+        try:
+            return self._typer._coerce_value(value, param=param, ctx=ctx)
+        except typer.BadParameter:
+            wanted = _NUMBERS.get(annotation)
+            if wanted is None or not getattr(param, "opts", None):
+                raise
+            label = "/".join(param.opts)
+            unit = _OF_UNIT.get(param.metavar or "", "")
+            raise ConfigError(f"{label}: want {wanted}{unit} (got {value!r})") from None
 
     @cached_property
     def _typer(self) -> RuntimeParam:
         return build_runtime_param(self.descriptor)
 
 
-class _PlainCommand(TyperCommand):
+class _PlainCommand(ArgumentsCommand):
     """A typer command whose parameters coerce plain values without pydantic."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # (typer's own click)
@@ -114,7 +127,7 @@ def _plain_coercion(params: list[Any]) -> None:
         if descriptor is None or getattr(param, "_runtime_param", False) is not None:
             continue  # (a typer that no longer works this way: its own coercion)
         info = descriptor.parameter_info
-        plain = descriptor.annotation in (bool, int, str, list[str]) and (
+        plain = descriptor.annotation in (bool, str, list[str], *_NUMBERS) and (
             descriptor.file_annotation is None
             and info.parser is None
             and (info.min, info.max, info.clamp) == (None, None, False)

@@ -184,7 +184,14 @@ def bench(**options: Any) -> int:
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
     from aiobench.run.launch import connect
-    from aiobench.run.runner import exit_code, phase_kinds, run_benchmark, run_meta, skipped_note
+    from aiobench.run.runner import (
+        exit_code,
+        phase_kinds,
+        randamount_notes,
+        run_benchmark,
+        run_meta,
+        skipped_note,
+    )
 
     job = connect(cfg)
     engine = registry.make(cfg.ioengine)  # the one engine of the run: it resolves and runs
@@ -209,6 +216,13 @@ def bench(**options: Any) -> int:
         skipped = skipped_note(cfg, resolved, result)
         if skipped is not None:
             print(f"Note: {skipped}.", file=sys.stderr)
+        ended = randamount_notes(cfg, resolved, result)
+        for note in ended:
+            print(f"Note: {note}.", file=sys.stderr)
+        if ended:  # the document's notes (meta.notes) say so too
+            setup = result.meta.get("notes")
+            notes = [*(setup if isinstance(setup, list) else []), *ended]
+            result = dataclasses.replace(result, meta=result.meta | {"notes": notes})
         code = _report_end(cfg, result, outputs, job)
     job.finish()
     return code

@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
-from typer.core import TyperCommand
 
 from aiobench import __version__
 from aiobench.check.command import check as check_command
 from aiobench.config import LAUNCH_OPTIONS, BenchConfig, build_config
 from aiobench.engines import registry
-from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
-from aiobench.helptext import PanelCommand
+from aiobench.errors import EXIT_IO_ERROR, EXIT_USAGE, AiobenchError, ConfigError
+from aiobench.helptext import COMMAND_NAMES, ArgumentsCommand, PanelCommand
 from aiobench.kinds import EngineName
 from aiobench.options import Opt, declared, table_options
 from aiobench.render import stdio
@@ -53,7 +52,9 @@ tools = typer.Typer(
     help="Work with saved runs (--json files).",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-SUBCOMMANDS = ("show", "compare", "plot", "check")
+SUBCOMMANDS = COMMAND_NAMES  # (in --help's Commands panel)
+# Set when the shell asks for completions (click's name for it): the words are not in argv.
+_COMPLETE_VAR = "_AIOBENCH_COMPLETE"
 # A plot smaller than this has no room for its three panels; larger ones only cost memory.
 MIN_PLOT_PX, MAX_PLOT_PX = 100, 10_000
 
@@ -258,9 +259,6 @@ bench.__annotations__ = {}  # (typer reads the signature's)
 app.command(
     cls=_BenchCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Quick check: aiobench check DIR. Saved runs: aiobench show RUN.json | "
-    "aiobench compare A.json B.json | aiobench plot RUN.json -o FILE.png. A PATH named "
-    "like one of these goes after --.",
 )(bench)
 
 
@@ -449,7 +447,18 @@ def main(argv: list[str] | None = None) -> None:
 def _command(args: list[str]) -> int:
     """Run the command; one-line ``Error: ...`` and exit 2 for usage errors."""
     command = typer.main.get_command(tools if args and args[0] in SUBCOMMANDS else app)
+    if not args and _COMPLETE_VAR not in os.environ:  # what to type, not a missing PATH
+        ctx = command.make_context("aiobench", [], resilient_parsing=True)
+        print(command.get_usage(ctx), file=sys.stderr)
+        print(
+            f"       aiobench COMMAND [ARGS]...  ({', '.join(SUBCOMMANDS)})\n"
+            "Try 'aiobench --help' for the options, the commands and examples.",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
+        if args:
+            _check_first_word(args[0])
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
     except AiobenchError as exc:
         if launch_rank() in (None, 0):  # under MPI every rank fails alike; one says so
@@ -469,3 +478,18 @@ def _command(args: list[str]) -> int:
         abort_job(1)
         code = 1
     return code if isinstance(code, int) else 0
+
+
+def _check_first_word(word: str) -> None:
+    """A first word that is no path but close to a subcommand's name is a typing error
+    (``aiobench chek DIR``), not a file to create: :class:`ConfigError` saying which."""
+    if word in SUBCOMMANDS or word.startswith("-") or os.path.lexists(word):
+        return
+    import difflib  # (only for a first word that is neither)
+
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.6)
+    if close:
+        raise ConfigError(
+            f"no such path or subcommand {word!r}; did you mean {close[0]!r}? (a PATH of "
+            "that name goes after --)"
+        )

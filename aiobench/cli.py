@@ -482,8 +482,11 @@ def _command(args: list[str]) -> int:
 
 def _check_first_word(word: str) -> None:
     """A first word that is no path but close to a subcommand's name is a typing error
-    (``aiobench chek DIR``), not a file to create: :class:`ConfigError` saying which."""
-    if word in SUBCOMMANDS or word.startswith("-") or os.path.lexists(word):
+    (``aiobench chek DIR``), not a file to create: :class:`ConfigError` saying which. One
+    spelled like a path (``check.json``, ``./chek``) is taken for one."""
+    if word in SUBCOMMANDS or word.startswith("-") or "/" in word or "." in word:
+        return
+    if os.path.lexists(word):
         return
     import difflib  # (only for a first word that is neither)
 

@@ -183,8 +183,10 @@ def test_a_first_word_that_is_a_path_is_not_taken_for_a_subcommand(
     run_cli: RunCli, tmp_path: Path
 ) -> None:
     """``chek`` is a typing error of ``check`` until a file of that name exists; then it is
-    a PATH like any other (and after ``--`` it is one anyway)."""
+    a PATH like any other (and after ``--`` it is one anyway). A word spelled like a path
+    is one."""
     assert_usage_error(run_cli("chek", "-r", cwd=tmp_path), ["did you mean 'check'?"])
+    assert_usage_error(run_cli("check.json", "-r", cwd=tmp_path), ["check.json: does not exist"])
     assert listing(tmp_path) == {}
     proc = run_cli("-w", "-s", "4k", "--nolive", "--", "chek", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

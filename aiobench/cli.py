@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
-from typer.core import TyperCommand
 
 from aiobench import __version__
 from aiobench.check.command import check as check_command
 from aiobench.config import LAUNCH_OPTIONS, BenchConfig, build_config
 from aiobench.engines import registry
-from aiobench.errors import EXIT_IO_ERROR, AiobenchError, ConfigError
-from aiobench.helptext import PanelCommand
+from aiobench.errors import EXIT_IO_ERROR, EXIT_USAGE, AiobenchError, ConfigError
+from aiobench.helptext import COMMAND_NAMES, ArgumentsCommand, PanelCommand
 from aiobench.kinds import EngineName
 from aiobench.options import Opt, declared, table_options
 from aiobench.render import stdio
@@ -53,7 +52,9 @@ tools = typer.Typer(
     help="Work with saved runs (--json files).",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-SUBCOMMANDS = ("show", "compare", "plot", "check")
+SUBCOMMANDS = COMMAND_NAMES  # (in --help's Commands panel)
+# Set when the shell asks for completions (click's name for it): the words are not in argv.
+_COMPLETE_VAR = "_AIOBENCH_COMPLETE"
 # A plot smaller than this has no room for its three panels; larger ones only cost memory.
 MIN_PLOT_PX, MAX_PLOT_PX = 100, 10_000
 
@@ -61,17 +62,22 @@ MIN_PLOT_PX, MAX_PLOT_PX = 100, 10_000
 # An integer as typer's coercion (pydantic's) reads it, spelled so that int() reads it alike;
 # 18 digits always fit pydantic's fast integer path.
 _PLAIN_INT = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+# What a number parameter wants, said when a value is not one; "of ..." by its placeholder.
+# (typer hands an ``int | None`` parameter over as int.)
+_NUMBERS: dict[object, str] = {int: "a whole number", float: "a number"}
+_OF_UNIT = {"MS": " of milliseconds"}
 
 
 @dataclasses.dataclass(frozen=True)
 class _PlainCoercion(RuntimeParam):
-    """typer's coercion of a bool, int, str or list[str] parameter, without pydantic for the
-    values a command line usually holds: a str, an int default, plain digits, the PATHs.
+    """typer's coercion of a bool, int, float, str or list[str] parameter, without pydantic
+    for the values a command line usually holds: a str, an int default, plain digits, the
+    PATHs.
 
     typer builds a pydantic TypeAdapter for every parameter it coerces, also for one not
     given; importing pydantic and building them took ~0.25 s of a run's start. Any other
-    value (an error to report, ``+5``, ``1_000``) goes to typer's own coercion, so the
-    values and the messages stay typer's.
+    value (``+5``, ``1_000``, an error) goes to typer's own coercion, so the values stay
+    typer's; a value that is not a number is one ``Error:`` line naming the option.
     """
 
     descriptor: TypeDescriptor
@@ -87,14 +93,22 @@ class _PlainCoercion(RuntimeParam):
         plain_paths = type(value) is tuple and all(type(item) is str for item in value)
         if annotation == list[str] and plain_paths:
             return list(value)
-        return self._typer._coerce_value(value, param=param, ctx=ctx)
+        try:
+            return self._typer._coerce_value(value, param=param, ctx=ctx)
+        except typer.BadParameter:
+            wanted = _NUMBERS.get(annotation)
+            if wanted is None or not getattr(param, "opts", None):
+                raise
+            label = "/".join(param.opts)
+            unit = _OF_UNIT.get(param.metavar or "", "")
+            raise ConfigError(f"{label}: want {wanted}{unit} (got {value!r})") from None
 
     @cached_property
     def _typer(self) -> RuntimeParam:
         return build_runtime_param(self.descriptor)
 
 
-class _PlainCommand(TyperCommand):
+class _PlainCommand(ArgumentsCommand):
     """A typer command whose parameters coerce plain values without pydantic."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # (typer's own click)
@@ -114,7 +128,7 @@ def _plain_coercion(params: list[Any]) -> None:
         if descriptor is None or getattr(param, "_runtime_param", False) is not None:
             continue  # (a typer that no longer works this way: its own coercion)
         info = descriptor.parameter_info
-        plain = descriptor.annotation in (bool, int, str, list[str]) and (
+        plain = descriptor.annotation in (bool, str, list[str], *_NUMBERS) and (
             descriptor.file_annotation is None
             and info.parser is None
             and (info.min, info.max, info.clamp) == (None, None, False)
@@ -171,7 +185,14 @@ def bench(**options: Any) -> int:
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
     from aiobench.run.launch import connect
-    from aiobench.run.runner import exit_code, phase_kinds, run_benchmark, run_meta, skipped_note
+    from aiobench.run.runner import (
+        exit_code,
+        phase_kinds,
+        randamount_notes,
+        run_benchmark,
+        run_meta,
+        skipped_note,
+    )
 
     job = connect(cfg)
     engine = registry.make(cfg.ioengine)  # the one engine of the run: it resolves and runs
@@ -196,6 +217,13 @@ def bench(**options: Any) -> int:
         skipped = skipped_note(cfg, resolved, result)
         if skipped is not None:
             print(f"Note: {skipped}.", file=sys.stderr)
+        ended = randamount_notes(cfg, resolved, result)
+        for note in ended:
+            print(f"Note: {note}.", file=sys.stderr)
+        if ended:  # the document's notes (meta.notes) say so too
+            setup = result.meta.get("notes")
+            notes = [*(setup if isinstance(setup, list) else []), *ended]
+            result = dataclasses.replace(result, meta=result.meta | {"notes": notes})
         code = _report_end(cfg, result, outputs, job)
     job.finish()
     return code
@@ -231,9 +259,6 @@ bench.__annotations__ = {}  # (typer reads the signature's)
 app.command(
     cls=_BenchCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Quick check: aiobench check DIR. Saved runs: aiobench show RUN.json | "
-    "aiobench compare A.json B.json | aiobench plot RUN.json -o FILE.png. A PATH named "
-    "like one of these goes after --.",
 )(bench)
 
 
@@ -422,7 +447,18 @@ def main(argv: list[str] | None = None) -> None:
 def _command(args: list[str]) -> int:
     """Run the command; one-line ``Error: ...`` and exit 2 for usage errors."""
     command = typer.main.get_command(tools if args and args[0] in SUBCOMMANDS else app)
+    if not args and _COMPLETE_VAR not in os.environ:  # what to type, not a missing PATH
+        ctx = command.make_context("aiobench", [], resilient_parsing=True)
+        print(command.get_usage(ctx), file=sys.stderr)
+        print(
+            f"       aiobench COMMAND [ARGS]...  ({', '.join(SUBCOMMANDS)})\n"
+            "Try 'aiobench --help' for the options, the commands and examples.",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
+        if args:
+            _check_first_word(args[0])
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
     except AiobenchError as exc:
         if launch_rank() in (None, 0):  # under MPI every rank fails alike; one says so
@@ -442,3 +478,21 @@ def _command(args: list[str]) -> int:
         abort_job(1)
         code = 1
     return code if isinstance(code, int) else 0
+
+
+def _check_first_word(word: str) -> None:
+    """A first word that is no path but close to a subcommand's name is a typing error
+    (``aiobench chek DIR``), not a file to create: :class:`ConfigError` saying which. One
+    spelled like a path (``check.json``, ``./chek``) is taken for one."""
+    if word in SUBCOMMANDS or word.startswith("-") or "/" in word or "." in word:
+        return
+    if os.path.lexists(word):
+        return
+    import difflib  # (only for a first word that is neither)
+
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.6)
+    if close:
+        raise ConfigError(
+            f"no such path or subcommand {word!r}; did you mean {close[0]!r}? (a PATH of "
+            "that name goes after --)"
+        )

@@ -28,7 +28,13 @@ from aiobench.options import (
     redacted,
     size,
 )
-from aiobench.units import NS_PER_S, bracket_count, expand_brackets, parse_size
+from aiobench.units import (
+    NS_PER_S,
+    bracket_count,
+    expand_brackets,
+    parse_duration,
+    parse_size,
+)
 
 DEFAULT_BLOCK = "1M"
 # Every slot is one executor thread; past this many, thread start-up and memory dominate
@@ -99,6 +105,23 @@ def _rate(given: str | None, name: str) -> int:
     if value == 0:
         raise ConfigError(f"{name}: must be greater than 0 bytes per second")
     return value
+
+
+def duration_ns(given: str | int, name: str, *, whole: bool = False) -> int:
+    """A duration option (``10``, ``2.5``, ``90s``, ``1m``, ``1h``; an int from an
+    in-process caller is seconds) in nanoseconds, at most :data:`MAX_SECONDS`."""
+    return parse_duration(str(given), name, max_s=MAX_SECONDS, whole=whole)
+
+
+def _timelimit(given: str | int, name: str) -> int:
+    """--timelimit in whole seconds, a fraction rounded up (:func:`build_config` keeps the
+    exact limit in ``timelimit_ns``), so that a reader of ``timelimit_s`` alone sees a
+    limit, and never a shorter one."""
+    return -(-duration_ns(given, name) // NS_PER_S)
+
+
+def _whole_seconds(given: str | int, name: str) -> int:
+    return duration_ns(given, name, whole=True) // NS_PER_S
 
 
 def _not(given: bool, name: str) -> bool:
@@ -343,25 +366,25 @@ class BenchConfig:
         "with --sync, only clean pages can be dropped).",
         panel=WORKLOAD,
     )
-    timelimit_s: int = option(  # 0 = none
-        0,
+    timelimit_s: int = option(  # 0 = none; a fraction of a second rounded up
+        "0",
         "--timelimit",
-        help="Seconds per phase; 0 = no limit.",
+        help="Time per phase: seconds (10, 2.5) or with s, m or h (90s, 1m, 1h); 0 = no limit.",
         panel=WORKLOAD,
-        metavar="SECS",
-        low=0,
+        metavar="TIME",
+        parse=_timelimit,
     )
-    # A finer limit for in-process callers (``aiobench check`` gives each test a share of
-    # its budget); when set it is the phase limit instead of timelimit_s. No option sets it.
+    # The exact phase limit where it is not whole seconds (--timelimit 2.5; ``aiobench
+    # check`` gives each test a share of its budget), else 0: then timelimit_s applies.
     timelimit_ns: int = 0
     phasedelay_s: int = option(
-        0,
+        "0",
         "--phasedelay",
-        help="Seconds to wait before each phase but the first (the storage settles).",
+        help="Time to wait before each phase but the first (the storage settles): whole "
+        "seconds, or with s, m or h (1m).",
         panel=WORKLOAD,
-        metavar="SECS",
-        low=0,
-        high=MAX_SECONDS,
+        metavar="TIME",
+        parse=_whole_seconds,
     )
     label: str = option(
         "",
@@ -637,6 +660,11 @@ class BenchConfig:
     argv: tuple[str, ...] = ()
 
     @property
+    def phase_limit_ns(self) -> int:
+        """The time limit of each phase; 0 = none."""
+        return self.timelimit_ns or self.timelimit_s * NS_PER_S
+
+    @property
     def slots(self) -> int:
         return self.threads * self.iodepth
 
@@ -796,6 +824,8 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     :class:`ConfigError`. Besides :func:`validate`, it checks what this process may do
     (``--dropcache`` needs the right to drop the page cache)."""
     values = parsed(BenchConfig, raw)
+    limit_ns = duration_ns(str(raw.get("timelimit", 0)), "--timelimit")  # (parsed: valid)
+    values["timelimit_ns"] = limit_ns if limit_ns % NS_PER_S else 0
     paths = values["paths"]
     assert isinstance(paths, tuple)
     objects = any(str(path).startswith(S3_SCHEME) for path in paths)
@@ -866,8 +896,6 @@ def _check_workload(cfg: BenchConfig) -> None:
             f"-b/--block: at most {MAX_BLOCK} bytes (2 GiB - 4 KiB), the most Linux moves "
             f"in one read or write call (got {block})"
         )
-    if cfg.timelimit_s > MAX_SECONDS:
-        raise ConfigError(f"--timelimit: at most {MAX_SECONDS} s, 36 years (got {cfg.timelimit_s})")
     if cfg.direct and not cfg.nodiocheck and block % DIRECT_ALIGN:
         raise ConfigError(
             f"-b/--block: {block} is not a multiple of {DIRECT_ALIGN}, which --direct needs"

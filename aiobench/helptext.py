@@ -21,6 +21,15 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
 )
 
 OTHER_PANEL = "Other"
+COMMANDS_PANEL = "Commands"
+# The subcommands (the first word of the command line): name, arguments, what it does.
+COMMANDS = (
+    ("check", "DIR", "A quick health check of DIR's storage, sized to --budget."),
+    ("show", "RUN.json", "The result table of a saved --json run again."),
+    ("compare", "A.json B.json", "Per phase and metric the ratio B/A, and the noise."),
+    ("plot", "RUN.json -o FILE.png", "Throughput and latency over time as a PNG."),
+)
+COMMAND_NAMES = tuple(name for name, _, _ in COMMANDS)
 EXAMPLES = (
     (
         "Write 4 files of 20 GiB with 16 threads and O_DIRECT (elbencho's first seed command):",
@@ -38,25 +47,64 @@ EXAMPLES = (
 )
 
 
-class PanelCommand(TyperCommand):
-    """typer's command with its options grouped in :data:`PANELS` and the examples at the
-    end."""
+class ArgumentsCommand(TyperCommand):
+    """typer's command with its arguments shown as click shows them: ``DIR`` and
+    ``[PATH]...`` in the usage line (not typer's ``{DIR}``), and without the Python type
+    typer adds in the Arguments section (``DIR <str>``)."""
 
     # (ctx and formatter are those of the click that typer carries with it.)
-    def format_options(self, ctx: Any, formatter: Any) -> None:
-        records: dict[str, tuple[str, str]] = {}
-        arguments = []
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
-            if param.param_type_name == "argument":
-                # Without the Python type typer adds to an argument (<list[str]>).
-                arguments.append((param.metavar or str(param.name), getattr(param, "help", "")))
+            if param.param_type_name != "argument":
+                pieces += param.get_usage_pieces(ctx)
                 continue
-            record = param.get_help_record(ctx)
-            if record is not None and param.name is not None:
-                records[param.name] = record
+            name = param.metavar or str(param.name).upper()
+            name = name if param.required else f"[{name}]"
+            pieces.append(name + ("..." if param.nargs != 1 else ""))
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        self.format_arguments(ctx, formatter)
+        records = self.option_records(ctx)
+        if records:
+            with formatter.section("Options"):
+                formatter.write_dl(list(records.values()))
+
+    def format_arguments(self, ctx: Any, formatter: Any) -> None:
+        arguments = [
+            (param.metavar or str(param.name).upper(), getattr(param, "help", "") or "")
+            for param in self.get_params(ctx)
+            if param.param_type_name == "argument"
+        ]
         if arguments:
             with formatter.section("Arguments"):
                 formatter.write_dl(arguments)
+
+    def option_records(self, ctx: Any) -> dict[str, tuple[str, str]]:
+        """The help line of each option, by parameter name."""
+        records: dict[str, tuple[str, str]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx) if param.param_type_name != "argument" else None
+            if record is not None and param.name is not None:
+                records[param.name] = record
+        return records
+
+
+class PanelCommand(ArgumentsCommand):
+    """The benchmark command's help: the subcommands, the options grouped in
+    :data:`PANELS`, and the examples at the end."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        self.format_arguments(ctx, formatter)
+        with formatter.section(COMMANDS_PANEL):
+            formatter.write_dl([(f"{name} {args}", text) for name, args, text in COMMANDS])
+            formatter.write_paragraph()
+            formatter.write_text(
+                "Each has its own --help (aiobench check --help). A PATH named like one of "
+                "them goes after --."
+            )
+        records = self.option_records(ctx)
         placed: set[str] = set()
         for title, names in PANELS:
             rows = [records[name] for name in names if name in records]

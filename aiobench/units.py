@@ -8,8 +8,13 @@ import re
 
 from aiobench.errors import ConfigError
 
-_SUFFIX_SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 60}
-_SIZE_RE = re.compile(r"([0-9]+)([kmgtpe]?)", re.IGNORECASE)
+_SUFFIXES = "kmgtpe"
+_SUFFIX_SHIFT = {"": 0} | {suffix: 10 * (i + 1) for i, suffix in enumerate(_SUFFIXES)}
+# elbencho's spelling (4k, 20G: binary, any case), or the IEC one of the same (4KiB, 20GiB).
+_SIZE_RE = re.compile(r"([0-9]+)(?:([kmgtpe])(ib)?)?", re.IGNORECASE)
+# What people bring from other tools: a decimal-looking unit (4KB) or a fraction (1.5g).
+_SIZE_HABIT_RE = re.compile(r"([0-9]*)(?:\.([0-9]*))?([kmgtpe]?)(b?)", re.IGNORECASE)
+_SIZE_WANTED = "a whole number with an optional binary suffix, e.g. 4k or 4KiB, 20g or 20GiB"
 _BRACKET_RE = re.compile(r"\[(\d+)-(\d+)\]")
 
 NS_PER_US = 1_000
@@ -21,26 +26,83 @@ MAX_BYTES = 2**63 - 1
 # Digits a number may have before it is certainly too large for anything here (2^63 has
 # 19); longer ones are refused before int() sees them (it refuses over 4300 digits).
 _MAX_DIGITS = 19
+# A duration: seconds (10, 2.5), or a number with s, m or h (10s, 1.5m, 1h).
+_DURATION_RE = re.compile(r"([0-9]+)(?:\.([0-9]+))?([smh]?)", re.IGNORECASE)
+_DURATION_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+DURATION_FORMS = "seconds, or a number with s, m or h, e.g. 10, 2.5, 90s, 1m, 1h"
 _BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
 def parse_size(text: str, option: str) -> int:
-    """Parse ``4k``/``20G``/``4096`` into bytes (binary suffixes, any case), at most
-    :data:`MAX_BYTES`."""
+    """Parse ``4k``/``20G``/``4096``/``4KiB`` into bytes (binary suffixes K/M/G/T/P/E, any
+    case, or KiB/MiB/...), at most :data:`MAX_BYTES`."""
     match = _SIZE_RE.fullmatch(text.strip())
     if match is None:
-        raise ConfigError(
-            f"{option}: invalid size '{text}' (want an integer with an optional "
-            "K/M/G/T/P/E suffix, e.g. 4k or 20g)"
-        )
+        raise ConfigError(f"{option}: invalid size '{text}' ({_size_hint(text.strip())})")
     digits = match.group(1).lstrip("0")
-    shift = _SUFFIX_SHIFT[match.group(2).lower()]
+    shift = _SUFFIX_SHIFT[(match.group(2) or "").lower()]
     if len(digits) > _MAX_DIGITS or int(digits or "0") << shift > MAX_BYTES:
         raise ConfigError(
             f"{option}: '{text.strip()}' is more than the OS can address "
             "(2^63-1 bytes, just under 8E)"
         )
     return int(digits or "0") << shift
+
+
+def parse_duration(text: str, option: str, *, max_s: int, whole: bool = False) -> int:
+    """Parse ``10``/``2.5``/``10s``/``1.5m``/``1h`` into nanoseconds (digits past the
+    nanosecond are dropped), at most ``max_s`` seconds; ``whole``: whole seconds only."""
+    given = text.strip()
+    match = _DURATION_RE.fullmatch(given)
+    if match is None:
+        if given.startswith("-") and _DURATION_RE.fullmatch(given[1:]):
+            raise ConfigError(f"{option}: must not be negative (got {given})")
+        raise ConfigError(f"{option}: invalid duration '{text}' (want {DURATION_FORMS})")
+    digits, fraction, unit = match.group(1).lstrip("0"), match.group(2) or "", match.group(3)
+    if len(digits) > _MAX_DIGITS:
+        raise ConfigError(f"{option}: at most {max_s} s (got {given})")
+    ns_per_unit = _DURATION_SECONDS[unit.lower()] * NS_PER_S
+    # Exact: the fraction as an integer count of nanoseconds of the unit.
+    fraction_ns = int(fraction[:18].ljust(18, "0")) * ns_per_unit // 10**18
+    ns = int(digits or "0") * ns_per_unit + fraction_ns
+    if ns == 0 and (digits or fraction.strip("0")):
+        raise ConfigError(f"{option}: shorter than a nanosecond (got {given})")
+    if ns > max_s * NS_PER_S:
+        raise ConfigError(f"{option}: at most {max_s} s (got {given})")
+    if whole and ns % NS_PER_S:
+        raise ConfigError(f"{option}: whole seconds only (got {given})")
+    return ns
+
+
+def format_seconds(ns: int) -> str:
+    """A duration in seconds as a user would give it: ``10``, ``2.5``, ``0.001``."""
+    whole, rest = divmod(ns, NS_PER_S)
+    return str(whole) if not rest else f"{whole}.{rest:09d}".rstrip("0")
+
+
+def _size_hint(text: str) -> str:
+    """What to write instead of a size :func:`parse_size` refused: for ``4KB`` and ``1.5g``
+    (sizes are binary, and whole) the spelling meant, else what a size looks like."""
+    habit = _SIZE_HABIT_RE.fullmatch(text)
+    if habit is None or not habit.group(1) + (habit.group(2) or ""):
+        return f"want {_SIZE_WANTED}"
+    whole, fraction, suffix, decimal = habit.groups()
+    suffix = suffix.lower()
+    if fraction is None and decimal and suffix and len(whole) <= _MAX_DIGITS:
+        number = int(whole)
+        return (
+            f"sizes are binary: {number}{suffix} or {number}{suffix.upper()}iB "
+            f"= {number << _SUFFIX_SHIFT[suffix]} bytes"
+        )
+    if fraction and suffix and len(whole) + len(fraction) <= _MAX_DIGITS:
+        # 1.5g is 1536m: the same size one unit down, when that is a whole number there.
+        number, rest = divmod(int(whole + fraction) << 10, 10 ** len(fraction))
+        if not rest:
+            down = _SUFFIXES[_SUFFIXES.index(suffix) - 1] if suffix != "k" else ""
+            if not down:
+                return f"want a whole number of bytes: {number}"
+            return f"want a whole number: {number}{down} or {number}{down.upper()}iB"
+    return f"want {_SIZE_WANTED}"
 
 
 def format_bytes(count: int) -> str:

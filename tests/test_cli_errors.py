@@ -38,6 +38,52 @@ CASES = [
     pytest.param(
         ("-w", "-s", "1m", "--rand", "--randamount", "0", "f"), ["--randamount"], id="randamount-0"
     ),
+    # sizes as other tools spell them: the spelling meant (#27)
+    pytest.param(("-w", "-s", "4KB", "f"), ["-s/--size", "4k or 4KiB"], id="size-4KB-hint"),
+    pytest.param(("-w", "-s", "1.5g", "f"), ["-s/--size", "1536m or 1536MiB"], id="size-1.5g-hint"),
+    pytest.param(("-w", "-s", "1m", "-b", "64kb", "f"), ["-b/--block", "64KiB"], id="block-kb"),
+    # durations and numbers, each in one line naming the option (#27)
+    pytest.param(
+        ("-w", "-s", "1m", "--timelimit", "10x", "f"),
+        ["Error: --timelimit: invalid duration '10x'", "10, 2.5, 90s, 1m, 1h"],
+        id="timelimit-10x",
+    ),
+    pytest.param(
+        ("-w", "-s", "1m", "--timelimit", "-1s", "f"),
+        ["Error: --timelimit: must not be negative (got -1s)"],
+        id="timelimit-negative-unit",
+    ),
+    pytest.param(
+        ("-w", "-s", "1m", "--phasedelay", "2.5", "f"),
+        ["Error: --phasedelay: whole seconds only (got 2.5)"],
+        id="phasedelay-fraction",
+    ),
+    pytest.param(
+        ("-w", "-s", "1m", "--liveint", "2s", "f"),
+        ["Error: --liveint: want a whole number of milliseconds (got '2s')"],
+        id="liveint-2s",
+    ),
+    pytest.param(
+        ("-w", "-s", "1m", "--iodepth", "1.5", "f"),
+        ["Error: --iodepth: want a whole number (got '1.5')"],
+        id="iodepth-fraction",
+    ),
+    pytest.param(
+        ("check", "--budget", "1.5", "d"),
+        ["Error: --budget: whole seconds only (got 1.5)"],
+        id="check-budget-fraction",
+    ),
+    pytest.param(
+        ("compare", "--fail-below", "x", "a.json", "b.json"),
+        ["Error: --fail-below: want a number (got 'x')"],
+        id="compare-fail-below-x",
+    ),
+    # a subcommand mistyped
+    pytest.param(
+        ("chek", "d"),
+        ["Error: no such path or subcommand 'chek'; did you mean 'check'?", "after --"],
+        id="subcommand-typo",
+    ),
     # counts and times
     pytest.param(("-w", "-s", "1m", "-t", "0", "f"), ["--threads"], id="threads-zero"),
     pytest.param(("-w", "-s", "1m", "-t", "abc", "f"), ["--threads"], id="threads-abc"),
@@ -131,6 +177,22 @@ def test_usage_error(
     proc = run_cli(*args, cwd=str(workdir))
     assert_usage_error(proc, needles)
     assert listing(workdir) == before
+
+
+def test_a_first_word_that_is_a_path_is_not_taken_for_a_subcommand(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """``chek`` is a typing error of ``check`` until a file of that name exists; then it is
+    a PATH like any other (and after ``--`` it is one anyway). A word spelled like a path
+    is one."""
+    assert_usage_error(run_cli("chek", "-r", cwd=tmp_path), ["did you mean 'check'?"])
+    assert_usage_error(run_cli("check.json", "-r", cwd=tmp_path), ["check.json: does not exist"])
+    assert listing(tmp_path) == {}
+    proc = run_cli("-w", "-s", "4k", "--nolive", "--", "chek", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("chek", "-r", "-b", "4k", "--nolive", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    assert "READ" in proc.stdout
 
 
 def test_cases_cover_the_brief() -> None:

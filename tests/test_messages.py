@@ -1,5 +1,6 @@
-"""What a new user reads first: the message for a missing dir-mode PATH, and the note when a
-time limit leaves phases out (real runs through the CLI)."""
+"""What a new user reads first: the message for a missing dir-mode PATH, the note when a
+time limit leaves phases out, and the one when a random phase ended on its --randamount
+before the time limit (real runs through the CLI)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,46 @@ def test_a_run_that_completes_has_no_note(run_cli: RunCli, tmp_path: Path) -> No
     proc = run_cli("-w", "-r", "-s", "1m", "--timelimit", "30", "--nolive", str(tmp_path / "f"))
     assert proc.returncode == 0, proc.stderr
     assert "Note:" not in proc.stderr
+
+
+RANDAMOUNT_HINT = "to run for the whole time, give --infloop or a larger --randamount"
+
+
+def test_a_random_phase_that_ended_on_its_randamount_says_so(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """elbencho's rule: --rand does its --randamount (by default the files' size), however
+    long --timelimit is. The note says so once per phase, after the table; the document's
+    meta.notes holds it too."""
+    out = tmp_path / "r.json"
+    args = ("-w", "-r", "--rand", "-b", "4k", "-s", "1m", "--timelimit", "1m", "-i", "2")
+    proc = run_cli(*args, "--nolive", str(tmp_path / "f"), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    notes = [
+        f"{name} ended after its --randamount (1.0 MiB, by default the files' size) in "
+        for name in ("WRITE", "READ")
+    ]
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2, proc.stderr
+    for line, note in zip(lines, notes, strict=True):
+        assert line.startswith(f"Note: {note}"), line
+        assert line.endswith(f", before --timelimit 60 s; {RANDAMOUNT_HINT}."), line
+    doc = json.loads(out.read_text())
+    assert [n.split(" in ")[0] for n in doc["meta"]["notes"]] == [n.split(" in ")[0] for n in notes]
+    # Given, the amount is said as it was done.
+    proc = run_cli("-r", "--rand", "--randamount", "64k", "-b", "4k", "--timelimit", "2.5",
+                   "--nolive", str(tmp_path / "f"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("Note: READ ended after its --randamount (64.0 KiB) in ")
+    assert proc.stderr.endswith(f", before --timelimit 2.5 s; {RANDAMOUNT_HINT}.\n")
+    # No note where the time limit ended the phase, or without one.
+    for extra in (
+        ("--infloop", "--timelimit", "0.3"),
+        ("--randamount", "1t", "--timelimit", "0.3"),
+        (),
+    ):
+        proc = run_cli("-r", "--rand", "-b", "4k", *extra, "--nolive", str(tmp_path / "f"))
+        assert (proc.returncode, proc.stderr) == (0, ""), (extra, proc.stderr)
 
 
 def phase(name: str, *, time_limited: bool, iteration: int = 0) -> PhaseResult:

@@ -10,7 +10,9 @@ from aiobench.units import (
     expand_brackets,
     format_elapsed,
     format_latency,
+    format_seconds,
     format_us,
+    parse_duration,
     parse_size,
     rate,
 )
@@ -41,6 +43,14 @@ MS = 1_000_000
         ("2E", 2 << 60),
         (" 8k ", 8 * KIB),
         ("007k", 7 * KIB),
+        # the IEC spellings of the same binary units (#27)
+        ("4KiB", 4 * KIB),
+        ("4kib", 4 * KIB),
+        ("64MiB", 64 * MIB),
+        ("20GiB", 20 * GIB),
+        ("2TiB", 2 << 40),
+        ("1PiB", 1 << 50),
+        ("7EiB", 7 << 60),
     ],
 )
 def test_parse_size(text: str, expected: int) -> None:
@@ -49,7 +59,7 @@ def test_parse_size(text: str, expected: int) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["4KB", "1.5M", "-1", "abc", "", "k", "4 k", "4kk", "4KiB", "1e3", "0x10", "+4k", "4b", "1z"],
+    ["4KB", "1.5M", "-1", "abc", "", "k", "4 k", "4kk", "4KiBB", "1e3", "0x10", "+4k", "4b", "1z"],
 )
 @pytest.mark.parametrize("option", ["-s/--size", "-b/--block", "--randamount"])
 def test_parse_size_rejects_and_names_the_option(text: str, option: str) -> None:
@@ -193,3 +203,85 @@ def test_format_us(ns: int, text: str) -> None:
 )
 def test_format_latency_picks_the_unit_after_rounding(ns: float, text: str) -> None:
     assert format_latency(ns) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("4KB", "sizes are binary: 4k or 4KiB = 4096 bytes"),
+        ("4kb", "sizes are binary: 4k or 4KiB = 4096 bytes"),
+        ("20GB", "sizes are binary: 20g or 20GiB = 21474836480 bytes"),
+        ("1.5g", "want a whole number: 1536m or 1536MiB"),
+        ("1.5M", "want a whole number: 1536k or 1536KiB"),
+        ("0.5k", "want a whole number of bytes: 512"),
+        ("1.3k", "want a whole number with an optional binary suffix, e.g. 4k or 4KiB"),
+        ("1.5", "want a whole number with an optional binary suffix, e.g. 4k or 4KiB"),
+    ],
+)
+def test_a_size_as_other_tools_spell_it_gets_the_spelling_meant(text: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_size(text, "-s/--size")
+    assert str(info.value).startswith(f"-s/--size: invalid size '{text}' ({hint}")
+
+
+LIMIT_S = 2**60 // S
+
+
+@pytest.mark.parametrize(
+    ("text", "expected_ns"),
+    [
+        ("0", 0),
+        ("10", 10 * S),
+        ("10s", 10 * S),
+        ("10S", 10 * S),
+        ("2.5", 2500 * MS),
+        ("0.001", MS),
+        ("1m", 60 * S),
+        ("1.5m", 90 * S),
+        ("1h", 3600 * S),
+        (" 7 ", 7 * S),
+        ("0.000000001", 1),
+        ("1.0000000009", S),  # (past the nanosecond: dropped)
+        (str(LIMIT_S), LIMIT_S * S),
+    ],
+)
+def test_parse_duration(text: str, expected_ns: int) -> None:
+    assert parse_duration(text, "--timelimit", max_s=LIMIT_S) == expected_ns
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("-1", "must not be negative (got -1)"),
+        ("-2.5s", "must not be negative (got -2.5s)"),
+        ("10x", "invalid duration '10x' (want seconds, or a number with s, m or h"),
+        ("1d", "invalid duration '1d'"),
+        ("1ms", "invalid duration '1ms'"),
+        ("1e3", "invalid duration '1e3'"),
+        ("1 m", "invalid duration '1 m'"),
+        (".5", "invalid duration '.5'"),
+        ("", "invalid duration ''"),
+        ("0.0000000001", "shorter than a nanosecond"),
+        (str(LIMIT_S + 1), f"at most {LIMIT_S} s"),
+        ("9" * 40, f"at most {LIMIT_S} s"),
+        ("1" * 5000 + "h", f"at most {LIMIT_S} s"),
+    ],
+)
+def test_parse_duration_refuses_and_names_the_option(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_duration(text, "--timelimit", max_s=LIMIT_S)
+    assert str(info.value).startswith(f"--timelimit: {problem}")
+
+
+def test_whole_seconds_only_where_asked() -> None:
+    assert parse_duration("1.5m", "--phasedelay", max_s=LIMIT_S, whole=True) == 90 * S
+    with pytest.raises(ConfigError, match=r"^--phasedelay: whole seconds only \(got 2.5\)$"):
+        parse_duration("2.5", "--phasedelay", max_s=LIMIT_S, whole=True)
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"),
+    [(0, "0"), (10 * S, "10"), (2500 * MS, "2.5"), (MS, "0.001"), (1, "0.000000001")],
+)
+def test_format_seconds(ns: int, text: str) -> None:
+    assert format_seconds(ns) == text

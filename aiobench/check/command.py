@@ -11,9 +11,11 @@ from typing import Annotated
 import typer
 
 from aiobench.check.plan import DEFAULT_BUDGET_S, MAX_BUDGET_S, MIN_BUDGET_S
+from aiobench.config import duration_ns
 from aiobench.errors import EXIT_IO_ERROR, ConfigError
 from aiobench.render import stdio
 from aiobench.text import printable
+from aiobench.units import NS_PER_S
 
 # The run and its renderers are imported by the command itself: `aiobench --help` loads
 # this module, and must start fast (scripts/bench --section startup).
@@ -23,10 +25,14 @@ def check(
     directory: Annotated[
         str, typer.Argument(metavar="DIR", help="The directory to check (its filesystem).")
     ],
-    budget: Annotated[
-        int,
-        typer.Option("--budget", metavar="SECS", help="About how long the whole check takes."),
-    ] = DEFAULT_BUDGET_S,
+    budget_text: Annotated[
+        str,
+        typer.Option(
+            "--budget",
+            metavar="TIME",
+            help="About how long the whole check takes: whole seconds, or with s, m or h (2m).",
+        ),
+    ] = str(DEFAULT_BUDGET_S),
     json_out: Annotated[
         str | None,
         typer.Option(
@@ -46,6 +52,7 @@ def check(
     from aiobench.render.export import checked_export, write_export
     from aiobench.render.outputs import reason
 
+    budget = duration_ns(budget_text, "--budget", whole=True) // NS_PER_S
     if not MIN_BUDGET_S <= budget <= MAX_BUDGET_S:
         raise ConfigError(
             f"--budget: between {MIN_BUDGET_S} and {MAX_BUDGET_S} seconds (got {budget})"

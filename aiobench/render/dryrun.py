@@ -22,7 +22,7 @@ from aiobench.plan.dirmode import DirLayout
 from aiobench.plan.targets import Resolved
 from aiobench.plan.workload import Layout
 from aiobench.text import printable
-from aiobench.units import format_bytes
+from aiobench.units import format_bytes, format_seconds
 
 # More targets than this are listed as the first few and a count.
 MAX_LISTED = 8
@@ -116,8 +116,9 @@ def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
         first, last = slices[0].blocks, slices[-1].blocks
         each = f"{first} blocks" if first == last else f"{first} blocks (the last {last})"
         out += _row("Per thread", f"{each} of {format_bytes(layout.block_size)}")
-    if cfg.timelimit_s:
-        limit = f"{cfg.timelimit_s} s per phase" + (", --infloop" if cfg.infloop else "")
+    if cfg.phase_limit_ns:
+        limit = f"{format_seconds(cfg.phase_limit_ns)} s per phase"
+        limit += ", --infloop" if cfg.infloop else ""
         out += _row("Time limit", limit)
     out += _phase_rows(cfg, resolved, kinds)
     if cfg.iterations > 1:

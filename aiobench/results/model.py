@@ -27,6 +27,9 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     3, extended without a bump — phases[].mean_inflight_ops (the sum of the phase's I/O
         latencies over last_done.elapsed_ns) and phases[].loop_cpu_ns (the event-loop
         thread's CPU time over the phase); a phase without them reads as 0.
+    3, extended without a bump — meta.config.timelimit_ns is also set by a fractional
+        --timelimit (timelimit_s then holds it rounded up); meta.notes may end with notes
+        on how phases ended (a --rand phase that did its --randamount before --timelimit).
 """
 
 from __future__ import annotations

@@ -282,7 +282,7 @@ class PhaseRun:
         cpu_start = process_time_ns()
         self.loop_cpu_start_ns = thread_time_ns()
         start_ns = perf_counter_ns()
-        limit_ns = cfg.timelimit_ns or cfg.timelimit_s * 1_000_000_000
+        limit_ns = cfg.phase_limit_ns
         deadline_ns = start_ns + limit_ns if limit_ns else 0
         self.cpu_start = CpuSample(start_ns, cpu_start)
         series = self.series = IntervalSeries(

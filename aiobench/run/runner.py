@@ -39,6 +39,7 @@ from aiobench.run.coordinator import Coordinator
 from aiobench.run.housekeeping import run_housekeeping
 from aiobench.run.phases import RunContext, make_executor, run_phase
 from aiobench.stats.tally import PhaseTally
+from aiobench.units import format_bytes, format_elapsed, format_seconds
 
 
 def event_loop_name() -> str:
@@ -79,10 +80,33 @@ def skipped_note(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> str
         parts.append(f"{iterations} more iteration{'s' if iterations > 1 else ''}")
     if not parts:
         return None
+    limit = format_seconds(cfg.phase_limit_ns)
     return (
-        f"--timelimit {cfg.timelimit_s} s stopped {last.name}, so {' and '.join(parts)} "
-        "did not run (as in elbencho, a phase the time limit stops ends the run)"
+        f"--timelimit {limit} s stopped {last.name}, so {' and '.join(parts)} did not run "
+        "(as in elbencho, a phase the time limit stops ends the run)"
     )
+
+
+def randamount_notes(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> list[str]:
+    """For each random-offset phase that did all of its --randamount before --timelimit
+    ended it (elbencho's rule: the amount ends the phase), a note for the user that says
+    how to run for the whole time; one per phase name, however many iterations."""
+    if not (cfg.rand and cfg.phase_limit_ns) or cfg.infloop:
+        return []
+    layout = resolved.layout
+    random = {layout.phase_name(READ), layout.phase_name(WRITE, cfg.rwmixpct)}
+    default = "" if cfg.randamount_bytes is not None else ", by default the files' size"
+    notes: dict[str, str] = {}
+    for phase in result.phases:
+        if phase.name in random and phase.status == "ok" and phase.name not in notes:
+            done = phase.last_done
+            notes[phase.name] = (
+                f"{phase.name} ended after its --randamount ({format_bytes(done.bytes)}"
+                f"{default}) in {format_elapsed(done.elapsed_ns)}, before --timelimit "
+                f"{format_seconds(cfg.phase_limit_ns)} s; to run for the whole time, give "
+                "--infloop or a larger --randamount"
+            )
+    return list(notes.values())
 
 
 def housekeeping_kinds(cfg: BenchConfig) -> list[PhaseKind]:

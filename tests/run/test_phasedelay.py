@@ -1,4 +1,4 @@
-"""--phasedelay SECS (elbencho's): a wait before each phase but the first, untimed; a signal
+"""--phasedelay TIME (elbencho's): a wait before each phase but the first, untimed; a signal
 during it ends the run at once with what was measured."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_a_signal_during_the_wait_ends_the_run_with_what_was_measured(tmp_path: 
     ("value", "message"),
     [
         ("-1", "Error: --phasedelay: must not be negative (got -1)"),
-        ("soon", "Error: Invalid value for '--phasedelay': "),
+        ("soon", "Error: --phasedelay: invalid duration 'soon' (want seconds, or a number "),
     ],
 )
 def test_bad_delay_is_a_usage_error(

@@ -348,22 +348,6 @@ def test_plot_to_a_fifo_with_a_reader_sends_the_png(tmp_path: Path) -> None:
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
-def test_check_json_to_a_fifo_with_a_reader_gets_the_document(tmp_path: Path) -> None:
-    fifo = tmp_path / "check.fifo"
-    os.mkfifo(fifo)
-    (tmp_path / "dir").mkdir()
-    reader = FifoReader(fifo)
-    try:
-        proc = run(
-            "check", str(tmp_path / "dir"), "--budget", "3", "--json", str(fifo), cwd=tmp_path
-        )
-    finally:
-        data = reader.result(timeout=120)
-    assert error_lines(proc.stderr) == [], proc.stderr
-    assert json.loads(data)["schema_version"]
-    assert os.listdir(tmp_path / "dir") == []
-
-
 def test_appends_to_a_fifo_and_a_device_are_whole_with_one_header(tmp_path: Path) -> None:
     fifo = tmp_path / "rows.fifo"
     os.mkfifo(fifo)

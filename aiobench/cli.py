@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import inspect
+import io
 import os
 import re
 import shlex
@@ -207,8 +208,10 @@ def bench(**options: Any) -> int:
         return 0
     job.check_signal()  # the last moment before anything is created
     meta = run_meta(cfg, resolved, job.loop_name()) | job.meta()
-    # Only the lead prints and writes files; the others run their share.
-    outputs = Outputs(cfg, meta, human, notes=_notes(cfg, resolved, job)) if job.lead else None
+    # Only the lead prints and writes files; the others run their share. (Agreed: a FIFO
+    # with no reader is refused on every process.)
+    notes = _notes(cfg, resolved, job)
+    outputs = job.agreed(lambda: Outputs(cfg, meta, human, notes=notes) if job.lead else None)
     result = run_benchmark(
         cfg, resolved, engine, observer=outputs or Observer(), meta=meta, coordinator=job
     )
@@ -412,18 +415,20 @@ def plot(
     height: Annotated[int, typer.Option("--height", help="Height in pixels.")] = 800,
 ) -> int:
     """Throughput and p50/p99 latency over time, and the latency percentile curve (PNG)."""
+    from aiobench.render.export import checked_export, write_export
     from aiobench.render.plot import render_plot  # matplotlib is an optional extra
     from aiobench.results.saved import load_document
 
     if not (MIN_PLOT_PX <= width <= MAX_PLOT_PX and MIN_PLOT_PX <= height <= MAX_PLOT_PX):
         raise ConfigError(f"--width/--height: between {MIN_PLOT_PX} and {MAX_PLOT_PX} pixels")
     doc = load_document(run)
-    directory = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(directory):
-        raise ConfigError(f"-o/--output: directory of {output} does not exist")
-    if os.path.isdir(output):
-        raise ConfigError(f"-o/--output: {output} is a directory")
-    render_plot(doc, output, width_px=width, height_px=height)
+    # Where the name leads, by the rules of every output (a FIFO only with a reader).
+    export = checked_export("-o/--output", output)
+    png = io.BytesIO()
+    render_plot(doc, png, width_px=width, height_px=height)
+    failed = write_export(export, png.getvalue())
+    if failed is not None:
+        raise AiobenchError(failed)
     return 0
 
 

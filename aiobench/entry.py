@@ -1,27 +1,43 @@
 """The console entry point: signal handlers first, then the CLI.
 
-Nothing heavy is imported before the handlers are in place, so a SIGINT or SIGTERM at any
-moment after aiobench's own code starts is recorded (never raised into the code it
-interrupts; see :mod:`aiobench.run.interrupts`). A signal that arrives while Python itself
-starts cannot be handled by any program; one that is blocked then (in the signal mask the
-process was started with) stays pending and is delivered to these handlers when they
-unblock it.
+A SIGINT or SIGTERM at any moment after aiobench's own code starts is recorded, never
+raised into the code it interrupts (see :mod:`aiobench.run.interrupts`): the first thing
+this module does, before any import, is put a handler in place that only holds the
+signal; :func:`main` hands what it held to :mod:`aiobench.run.interrupts`. A signal that
+arrives while Python itself starts (before any of aiobench's code) cannot be handled by any
+program; one that is blocked then (in the signal mask the process was started with) stays
+pending and is delivered to these handlers when they unblock it.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here, unlike every other module: it is an
+# import too, of a module not always loaded yet. _signal is built into the interpreter,
+# which loaded it already: this import costs nothing, whereas importing signal (its enums)
+# would leave milliseconds in which Python's own SIGINT handler raises KeyboardInterrupt
+# (a traceback) and SIGTERM kills without a word.
+import _signal  # type: ignore[import-not-found]  # (no stub: the C half of signal)
 
-import gc
-import os
-import signal
+_held: list[int] = []  # the signals that came before main() took over
 
-from aiobench.run import interrupts
+
+def _hold(signum: int, frame: object) -> None:
+    _held.append(signum)
+
+
+_signal.signal(_signal.SIGINT, _hold)
+_signal.signal(_signal.SIGTERM, _hold)
+
+import gc  # noqa: E402  (after the handlers, on purpose)
+import os  # noqa: E402
+import signal  # noqa: E402
+
+from aiobench.run import interrupts  # noqa: E402
 
 
 def main() -> None:
     # aiobench does no linear algebra. Unless told otherwise, importing numpy starts one
     # OpenBLAS thread per core, whose spinning cost ~50 ms of CPU per run here.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    interrupts.install()
+    interrupts.install(held=_held)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.HANDLED)
     try:
         from aiobench.cli import main as cli_main  # typer, numpy, ...: only now

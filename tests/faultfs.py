@@ -4,7 +4,8 @@ Run as its own process (the ``fault_fs`` fixture in conftest.py does), never ins
 process that uses the mount: a process serving its own mount can deadlock on it.
 
     python3 tests/faultfs.py BACKING MOUNTPOINT [--eio-offset N] [--eio-file REL]
-        [--eio-ops read,write] [--eio-create-n N] [--eio-mkdir-n N] [--errno EIO|ENOSPC]
+        [--eio-ops read,write] [--eio-create-n N] [--eio-mkdir-n N] [--eio-open-n N]
+        [--errno EIO|ENOSPC]
 
 It mounts with ``direct_io`` so every read and write of the application reaches it with
 the application's offset (nothing is answered from or gathered in the page cache), and
@@ -62,6 +63,7 @@ class Faults:
     ops: frozenset[str] = frozenset({"read", "write"})
     create_n: int | None = None  # the n-th creation of a file fails (1 = the first)
     mkdir_n: int | None = None  # the n-th mkdir fails
+    open_n: int | None = None  # the n-th open of an existing file fails (from the n-th on)
     errno: int = errno.EIO
 
 
@@ -79,6 +81,7 @@ class FaultFs:
         self.faults = faults
         self.creates = 0
         self.mkdirs = 0
+        self.opens = 0
 
     def __call__(self, op: str, *args: Any) -> Any:
         return getattr(self, op)(*args)
@@ -190,6 +193,8 @@ class FaultFs:
         return fd
 
     def open(self, path: str, flags: int) -> int:
+        self.opens += 1
+        self._fail_if(self.faults.open_n is not None and self.opens >= self.faults.open_n)
         return os.open(self._real(path), (flags & ~_NOT_PASSED_ON) | os.O_CLOEXEC)
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
@@ -222,6 +227,7 @@ def parse_args(argv: list[str]) -> tuple[str, str, Faults]:
     parser.add_argument("--eio-ops", default="read,write")
     parser.add_argument("--eio-create-n", type=int)
     parser.add_argument("--eio-mkdir-n", type=int)
+    parser.add_argument("--eio-open-n", type=int)
     parser.add_argument("--errno", default="EIO", choices=("EIO", "ENOSPC"))
     args = parser.parse_args(argv)
     ops = frozenset(args.eio_ops.split(","))
@@ -233,6 +239,7 @@ def parse_args(argv: list[str]) -> tuple[str, str, Faults]:
         ops=ops,
         create_n=args.eio_create_n,
         mkdir_n=args.eio_mkdir_n,
+        open_n=args.eio_open_n,
         errno=getattr(errno, args.errno),
     )
     return args.backing, args.mountpoint, faults

@@ -336,11 +336,13 @@ class FaultFs:
         eio_ops: tuple[str, ...] = ("read", "write"),
         eio_create_n: int | None = None,
         eio_mkdir_n: int | None = None,
+        eio_open_n: int | None = None,
         errno_name: str = "EIO",
     ) -> Path:
         """A new mount whose reads/writes touching byte ``eio_offset`` of ``eio_file``
-        (relative to the mount; None: any file), whose ``eio_create_n``-th file creation
-        and ``eio_mkdir_n``-th mkdir fail with ``errno_name``."""
+        (relative to the mount; None: any file), whose ``eio_create_n``-th file creation,
+        ``eio_mkdir_n``-th mkdir and ``eio_open_n``-th and later opens of existing files
+        fail with ``errno_name``."""
         index = len(self.mounts)
         backing = self.backing_root / f"fs{index}"
         mnt = self.workdir / f"faultfs{index}"
@@ -353,6 +355,7 @@ class FaultFs:
             ("--eio-file", eio_file),
             ("--eio-create-n", eio_create_n),
             ("--eio-mkdir-n", eio_mkdir_n),
+            ("--eio-open-n", eio_open_n),
         ):
             if value is not None:
                 cmd += [flag, str(value)]

@@ -244,3 +244,18 @@ def test_setup_error_after_notes_stays_one_line(run_cli: RunCli, ramfs: Path) ->
     proc = run_cli("-w", "--direct", "-t", "2", "-b", "4k", "-s", "1000000", str(target))
     assert_usage_error(proc, ["--direct", str(target)])
     assert os.listdir(ramfs) == []
+
+
+@pytest.mark.parametrize("force", [(), ("--force",)], ids=["plain", "force"])
+def test_a_mistyped_device_path_makes_no_file_in_dev(
+    run_cli: RunCli, tmp_path: Path, force: tuple[str, ...]
+) -> None:
+    path = "/dev/aiobench-test-nonexistent"
+    assert not os.path.lexists(path)
+    try:
+        proc = run_cli("-w", "-s", "8m", *force, path, "--nolive", cwd=str(tmp_path))
+        assert_usage_error(proc, [path, "does not exist", "no file is made in /dev"])
+        assert not os.path.lexists(path)
+    finally:
+        if os.path.isfile(path):  # a regression: not left in /dev for the rest of the machine
+            os.unlink(path)

@@ -46,7 +46,7 @@ enum {
     ST_SHORT = 3,    /* a transfer came back short: a = got, b = length (c = offset) */
     ST_MISMATCH = 4, /* --verify: a = first wrong offset, b = expected, c = found word */
     ST_EXISTS = 5,   /* mkdir found the name: Python checks it is a real dir (reuse_dir) */
-    ST_SYMLINK = 6,  /* lstat found a symlink, which aiobench never stats */
+    ST_SYMLINK = 6,  /* lstat (or the look before unlink) found a symlink: never stat-ed or removed */
     ST_CUT = 7,      /* time limit or stop request inside a file: it stays unfinished */
     ST_FULL = 8,     /* the block arrays cannot hold the next file's blocks: grow, call again */
     ST_BLOCK = 9,    /* a block read or write of a dir-mode file failed: err, c = offset */
@@ -1586,6 +1586,13 @@ entries_meta(PyObject *module, PyObject *arg)
         const char *name = nm.names[k];
         struct stat st;
         int rc;
+        /* unlink would remove a symlink itself, which is no file of the layout: each
+         * name is looked at first, untimed (gone already: unlink says so) */
+        if (op == OP_UNLINK && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(st.st_mode)) {
+            status = ST_SYMLINK;
+            break;
+        }
         int64_t start = now_ns();
         do {
             switch (op) {

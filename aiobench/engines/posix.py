@@ -42,6 +42,31 @@ if TYPE_CHECKING:
 DIR_MODE = 0o777
 FILE_MODE = 0o666
 
+# The errnos of a device or filesystem that fails, not of a PATH or option the user got
+# wrong: opening or creating a target, they are run-time I/O errors (exit 1, the errno
+# named, the JSON written), as in a phase; any other failure there is a usage error.
+IO_ERRNOS = frozenset(
+    {
+        errno.EIO,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.ESTALE,
+        errno.ETIMEDOUT,
+        errno.EREMOTEIO,
+        errno.ENOLINK,
+        errno.ENOMEDIUM,
+        errno.EUCLEAN,
+    }
+)
+
+
+def _setup_error(path: str, what: str, exc: OSError) -> ConfigError | BenchIOError:
+    """The error of a failed open or create of ``path`` before the run (``what``: "cannot
+    open", ...): an I/O error by :data:`IO_ERRNOS`, else a usage error."""
+    if exc.errno in IO_ERRNOS:
+        return BenchIOError.from_os(path, None, exc)
+    return ConfigError(f"{path}: {what}: {exc.strerror}")
+
 
 def _syncfs(fd: int) -> None:
     """syncfs(2): write back the filesystem holding ``fd`` (os has no binding)."""
@@ -127,7 +152,7 @@ class PosixTargets:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
-            raise ConfigError(f"{path}: cannot open block device: {exc.strerror}") from None
+            raise _setup_error(path, "cannot open block device", exc) from None
         try:
             return Probe(BLOCKDEV, os.lseek(fd, 0, os.SEEK_END))
         finally:
@@ -143,7 +168,8 @@ class PosixTargets:
         """Open every path for the run; create missing files when writing.
 
         On any failure the files created here are removed again and :class:`ConfigError`
-        is raised, so a refused run leaves nothing behind. ``check`` is called before each
+        is raised (:class:`BenchIOError` for a device that failed, :data:`IO_ERRNOS`), so a
+        refused run leaves nothing behind. ``check`` is called before each
         file target and may raise to stop (:func:`aiobench.run.interrupts.check`: a signal
         came); what was created is removed then too.
         """
@@ -158,7 +184,7 @@ class PosixTargets:
                     _same(opened.fds[-1], ident, path)
             except OSError as exc:
                 opened.close()
-                raise ConfigError(f"{path}: cannot open the directory: {exc.strerror}") from None
+                raise _setup_error(path, "cannot open the directory", exc) from None
             except ConfigError:
                 opened.close()
                 raise
@@ -276,7 +302,7 @@ def _create(path: str) -> FileId | None:
     except FileExistsError:
         return None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot create: {exc.strerror}") from None
+        raise _setup_error(path, "cannot create", exc) from None
     try:
         st = os.fstat(fd)
     finally:
@@ -316,7 +342,7 @@ def _open_one(
             raise ConfigError(
                 f"--direct: the filesystem of {path} does not support O_DIRECT"
             ) from None
-        raise ConfigError(f"{path}: cannot open: {exc.strerror}") from None
+        raise _setup_error(path, "cannot open", exc) from None
     if path_type != BLOCKDEV:  # (a device node's inode says nothing of the device)
         try:
             _same(fd, ident, path)

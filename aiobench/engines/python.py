@@ -31,7 +31,7 @@ from aiobench.engines.base import (
 )
 from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.dirwalk import BlockError, EntryLoop, entry_parents, file_flags, run_entries
-from aiobench.engines.nofollow import ParentDirs, reuse_dir, symlink_error
+from aiobench.engines.nofollow import ParentDirs, is_symlink, reuse_dir, symlink_error
 from aiobench.engines.posix import FILE_MODE, PosixTargets, fds_of
 from aiobench.engines.verify import Mismatch, check, pattern
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
@@ -287,8 +287,9 @@ def _metadata(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -
     clock, until_ns = perf_counter_ns, job.until_ns
     add_start, add_end = batch.starts.append, batch.ends.append
     # os.mkdir's default mode is 0o777 (DIR_MODE), so every call takes the same arguments.
-    # Neither call follows a symlink in the last component: mkdir finds it there (EEXIST),
-    # rmdir refuses it (ENOTDIR), and unlink removes the link itself, never its target.
+    # No call follows a symlink in the last component: mkdir finds it there (EEXIST),
+    # rmdir refuses it (ENOTDIR); unlink would remove the link itself, which is not a file
+    # of the layout, so each name is looked at first (untimed) and a link is an error.
     calls: dict[str, Callable[..., object]] = {
         MKDIRS: os.mkdir,
         RMFILES: os.unlink,
@@ -303,8 +304,11 @@ def _metadata(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -
         tolerated = FileExistsError
     elif job.options.ignore_missing:
         tolerated = FileNotFoundError
+    unlinking = job.kind == RMFILES
     for dfd, leaves in entry_parents(batch, run, parents, until_ns):
         for name in leaves:
+            if unlinking and is_symlink(name, dfd):
+                raise symlink_error()
             add_start(clock())
             # try/except costs nothing unless raised; contextlib.suppress would, per call.
             try:

@@ -351,12 +351,29 @@ def _target_size(cfg: BenchConfig, path: str, seen: Probe) -> int:
             raise ConfigError(f"{path}: does not exist (reading needs it; add -w to create it)")
         if not seen.creatable:
             raise ConfigError(f"{path}: parent directory does not exist")
+        if _in_dev(path):
+            raise ConfigError(
+                f"{path}: does not exist; no file is made in /dev (a mistyped device name?)"
+            )
         size = cfg.size_bytes
     if size == 0:
         if cfg.write and cfg.rwmixpct is None:
             raise ConfigError("-s/--size: needed (and > 0) to write files")
         raise ConfigError(f"{path}: is empty; nothing to read")
     return size
+
+
+def _in_dev(path: str) -> bool:
+    """Whether a new file at ``path`` would be made in /dev itself, where the names are the
+    kernel's: a missing one is a device mistyped or gone, which a file must not stand in
+    for (elbencho's rule too). Filesystems mounted below /dev (/dev/shm) are not /dev."""
+    parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    if parent != "/dev" and not parent.startswith("/dev/"):
+        return False
+    try:
+        return os.stat(parent).st_dev == os.stat("/dev").st_dev
+    except OSError:
+        return False
 
 
 def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> str:

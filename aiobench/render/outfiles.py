@@ -4,9 +4,10 @@ A regular file, or a symlink to one at any depth, is replaced atomically at its 
 location (a temporary file beside it, then a rename) and appended to there. A character
 device, FIFO or socket, and this process's own descriptors (``/dev/stdout``,
 ``/dev/stderr``, ``/dev/fd/N``, ``/proc/self/fd/N``) are written in place: never
-truncated, never replaced, never created. A directory and a block device are refused (a
-JSON document written over a disk would destroy it), as is a new file on /dev's, /proc's
-or /sys's filesystem. The device node or symlink the user named is never itself replaced.
+truncated, never replaced, never created (a FIFO only once a reader has it open). A
+directory and a block device are refused (a JSON document written over a disk would
+destroy it), as is a new file on /dev's, /proc's or /sys's filesystem. The device node
+or symlink the user named is never itself replaced.
 
 Appends write each record whole: one ``O_APPEND`` write under an advisory lock
 (``flock``), checked; a short write (a nearly full filesystem) is undone by truncating the
@@ -141,12 +142,36 @@ def open_in_place(place: Place) -> int:
             sock.close()
             raise
         return sock.detach()
-    # A FIFO waits here for its reader, as a shell redirection does.
+    if stat.S_ISFIFO(place.mode):
+        return _open_fifo(place.real)
     return os.open(place.real, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
 
 
-def replace_file(place: Place, text: str) -> None:
-    """Make ``text`` the whole content of a REGULAR or NEW place; raises OSError.
+def _open_fifo(path: str) -> int:
+    """A FIFO's writing end if a reader has it open, else ENXIO (:func:`no_reader`).
+
+    Not a blocking open, as a shell redirection makes: that one would wait for a reader
+    that may never come, and no signal ends it (Python retries the call after running the
+    handler, which only records the signal). Once open, the writes block again, so a
+    slow reader gets the whole record.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def no_reader(place: Place, exc: OSError) -> bool:
+    """Whether ``exc`` (from :func:`open_in_place`) says ``place`` is a FIFO nobody reads."""
+    return stat.S_ISFIFO(place.mode) and exc.errno == errno.ENXIO
+
+
+def replace_file(place: Place, text: str | bytes) -> None:
+    """Make ``text`` (UTF-8 if str) the whole content of a REGULAR or NEW place; raises
+    OSError.
 
     A temporary file beside the real location, renamed over it once complete: a failure
     leaves the old content (or no file) and no temporary file behind.
@@ -158,7 +183,7 @@ def replace_file(place: Place, text: str) -> None:
         try:
             if place.kind == REGULAR:
                 _keep_owner_and_mode(fd, place.real)
-            write_all(fd, text.encode("utf-8"))
+            write_all(fd, text.encode("utf-8") if isinstance(text, str) else text)
             os.fsync(fd)  # the rename must not publish a file whose data is not on disk
         finally:
             os.close(fd)

@@ -65,6 +65,20 @@ def checked_place(option: str, path: str) -> Place:
     return place
 
 
+def opened_in_place(option: str, path: str, place: Place) -> int:
+    """A descriptor to write ``option``'s file at a place that is not a regular file, opened
+    before anything runs. A FIFO that no one reads is a usage error: waiting for a reader
+    could last forever, and writing would have no one to go to."""
+    try:
+        return outfiles.open_in_place(place)
+    except OSError as exc:
+        if outfiles.no_reader(place, exc):
+            raise ConfigError(
+                f"{option}: {printable(path)}: a FIFO with no reader (start the reader first)"
+            ) from None
+        raise
+
+
 def check_output_files(cfg: BenchConfig) -> None:
     """Every result file can be written where it leads, and a CSV that is appended to
     has our header (not read with ``--dryrun``, which opens nothing); otherwise a usage
@@ -122,8 +136,8 @@ class Outputs(Observer):
     """Fans a run's results out to the terminal, the live line and the result files.
 
     Files written in place (a FIFO, a device, ``/dev/stdout``) are opened here, before the
-    run: a FIFO waits for its reader now rather than in the middle of a phase. Regular files
-    are opened for each record, as the records come.
+    run: a FIFO without a reader is a usage error now rather than a wait in the middle of a
+    phase. Regular files are opened for each record, as the records come.
     """
 
     def __init__(
@@ -154,15 +168,22 @@ class Outputs(Observer):
             for option, path in (("--livecsv", cfg.livecsv_path), ("--livejson", cfg.livejson_path))
             if path == "-"
         }
-        for option, path in self._paths.items():
-            try:
-                place = outfiles.locate(path)
-                if place.kind not in (REGULAR, NEW):
-                    self._in_place[option] = outfiles.open_in_place(place)
-            except OSError as exc:
-                self._failed(option, exc)
-                continue
-            self._places[option] = place
+        try:
+            for option, path in self._paths.items():
+                self._open(option, path)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, option: str, path: str) -> None:
+        try:
+            place = outfiles.locate(path)
+            if place.kind not in (REGULAR, NEW):
+                self._in_place[option] = opened_in_place(option, path, place)
+        except OSError as exc:
+            self._failed(option, exc)
+            return
+        self._places[option] = place
 
     def _failed(self, option: str, exc: OSError) -> None:
         self.errors.append(f"{option}: {printable(self._paths[option])}: {reason(exc)}")

@@ -13,7 +13,7 @@ import datetime
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -70,12 +70,14 @@ class _Series(NamedTuple):
 
 def render_plot(
     run: RunResult | Mapping[str, Any],
-    out_path: str,
+    out: str | BinaryIO,
     *,
     width_px: int = 1200,
     height_px: int = 800,
 ) -> None:
-    """Write a PNG of exactly ``width_px`` x ``height_px`` pixels plotting ``run`` to ``out_path``.
+    """Write a PNG of exactly ``width_px`` x ``height_px`` pixels plotting ``run`` to ``out``
+    (a file name, or a binary stream: the CLI renders into memory and writes the PNG where
+    ``-o`` leads by the rules of every output, :mod:`aiobench.render.export`).
 
     ``run`` is a run read back, or its checked ``--json`` document (read into the model
     here). Three stacked panels: throughput per interval, p50/p99 latency per interval, and
@@ -108,9 +110,9 @@ def render_plot(
             # A label in a script the font lacks is drawn as boxes; the warning matplotlib
             # gives for each such character is no use to the user of a CLI.
             warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
-            fig.savefig(out_path, format="png", dpi=DPI)
+            fig.savefig(out, format="png", dpi=DPI)
     except OSError as exc:  # a full disk, a directory that went away, no permission
-        raise BenchIOError.from_os(out_path, None, exc) from None
+        raise BenchIOError.from_os(out if isinstance(out, str) else "", None, exc) from None
 
 
 def _title(meta: Mapping[str, Any]) -> str:

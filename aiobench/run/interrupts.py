@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -58,12 +58,16 @@ def _handle(signum: int, frame: FrameType | None) -> None:
             _state.on_signal()
 
 
-def install() -> None:
-    """Record SIGINT/SIGTERM from now on (main thread only: handlers live there)."""
+def install(held: Sequence[int] = ()) -> None:
+    """Record SIGINT/SIGTERM from now on (main thread only: handlers live there); ``held``
+    are those the handler before these held (:mod:`aiobench.entry`), the first counting as
+    received."""
     _state.received, _state.on_signal, _state.settled = None, None, False
     _state.late = None
     for signum in HANDLED:
         signal.signal(signum, _handle)
+    if held and _state.received is None:  # (one may have come since, to _handle)
+        _state.received = signal.Signals(held[0])
 
 
 def installed() -> bool:

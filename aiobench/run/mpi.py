@@ -215,7 +215,7 @@ class MpiCoordinator(Coordinator):
         the first rank's error)."""
         try:
             value = step()
-        except ConfigError as exc:
+        except (ConfigError, BenchIOError) as exc:  # (the others must not wait for it)
             self.world.agree(str(exc))
             raise  # (agree raised already)
         try:

@@ -161,7 +161,9 @@ def run_benchmark(
     """Open the targets and run every phase; never raises for I/O errors, nor for a signal
     once a block has started.
 
-    Raises :class:`~aiobench.errors.ConfigError` only during setup, and
+    An I/O error opening the targets (:data:`~aiobench.engines.posix.IO_ERRNOS`) is the
+    result's error, with no phase. Raises :class:`~aiobench.errors.ConfigError` only during
+    setup, and
     :class:`~aiobench.run.interrupts.Interrupted` for a signal before the first block started,
     both before anything was measured (and after removing any file it created). A run that
     a signal ended removes the files it created unless a write phase completed on them
@@ -173,7 +175,11 @@ def run_benchmark(
     loop_name = job.loop_name()
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
     result.meta["ioengine"] = engine.name
-    opened = _open(engine, cfg, resolved, job)
+    try:
+        opened = _open(engine, cfg, resolved, job)
+    except BenchIOError as exc:  # the device failed, not the options: nothing measured
+        result.error = exc.to_dict()
+        return result
     stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
     try:
         executor = make_executor(cfg.slots)

@@ -138,6 +138,44 @@ def test_file_read_error_names_path_block_offset_and_keeps_results(
     assert phase(doc, "READ")["bytes"] == 655360
 
 
+def test_an_open_that_fails_with_eio_is_a_run_time_error_with_its_document(
+    fault_fs: FaultFs,
+    tmp_path: Path,
+    run_cli: RunCli,
+    validator: Draft202012Validator,
+    io_engine: Engine,
+) -> None:
+    """The issue's ``-r MNT/f1``: exit 2 and no errno name, no JSON; an I/O error now."""
+    mnt = fault_fs(eio_open_n=1)
+    (fault_fs.backing(mnt) / "f1").write_bytes(bytes(1 << 20))
+    target, out = mnt / "f1", tmp_path / "out.json"
+    proc = run_cli("-r", "-s", "1m", str(target), "--json", str(out), *on(io_engine))
+    assert the_error_line(proc) == f"Error: {target}: {EIO_TEXT}"
+    assert proc.stdout == ""  # nothing was measured: no table
+    doc = valid_doc(out, validator)
+    assert doc["error"] == {
+        "path": str(target),
+        "offset": None,
+        "errno": errno.EIO,
+        "errno_name": "EIO",
+        "message": f"{target}: {EIO_TEXT}",
+    }
+    assert doc["phases"] == []
+
+
+def test_a_failed_open_removes_the_file_the_run_created(
+    fault_fs: FaultFs, tmp_path: Path, run_cli: RunCli, validator: Draft202012Validator
+) -> None:
+    # -w creates f2 (a create, which succeeds), then opens it for the run: that fails.
+    mnt = fault_fs(eio_open_n=1)
+    (fault_fs.backing(mnt) / "f1").write_bytes(bytes(1 << 20))
+    out = tmp_path / "out.json"
+    proc = run_cli("-w", "-s", "1m", str(mnt / "f2"), str(mnt / "f1"), "--json", str(out))
+    assert the_error_line(proc) == f"Error: {mnt / 'f2'}: {EIO_TEXT}"
+    assert valid_doc(out, validator)["error"]["errno_name"] == "EIO"
+    assert sorted(os.listdir(fault_fs.backing(mnt))) == ["f1"]
+
+
 def test_dir_mode_create_error_names_the_entry_without_offset(
     fault_fs: FaultFs,
     tmp_path: Path,

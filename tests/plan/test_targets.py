@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,17 @@ def test_randamount_below_one_block_per_thread_is_refused(tmp_path: Path) -> Non
     )
     with pytest.raises(ConfigError, match="--randamount"):
         resolved_for(cfg)
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_missing_path_in_dev_is_refused_and_not_created(force: bool) -> None:
+    # A mistyped device name (elbencho refuses it too): no regular file stands in for it.
+    path = "/dev/aiobench-test-nonexistent"
+    assert not os.path.lexists(path)
+    cfg = make_cfg([path], block="1m", size="8m", write=True, force=force)
+    with pytest.raises(ConfigError) as refused:
+        resolved_for(cfg)
+    assert str(refused.value) == (
+        f"{path}: does not exist; no file is made in /dev (a mistyped device name?)"
+    )
+    assert not os.path.lexists(path)

@@ -302,6 +302,52 @@ def test_refused_targets_are_usage_errors(
     assert not os.path.lexists("/dev/aiobench-not-there")
 
 
+# A run that waits for a FIFO's reader would hang (and no signal ends that wait): this
+# bounds each case, long before which a refusal comes.
+FIFO_GUARD_S = 60
+NO_READER = "a FIFO with no reader"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        *[
+            pytest.param(("-w", "-s", "1m", "f", option, "p", "--nolive"), id=option)
+            for option in ("--json", "--livecsv", "--livejson", "--jsonfile", "--csvfile")
+        ],
+        pytest.param(("-w", "-s", "1m", "f", "--resfile", "p", "--nolive"), id="--resfile"),
+        pytest.param(("check", ".", "--json", "p"), id="check --json"),
+        pytest.param(("check", ".", "--markdown", "p"), id="check --markdown"),
+        pytest.param(("plot", str(DATA / "example-result.json"), "-o", "p"), id="plot -o"),
+    ],
+)
+def test_a_fifo_with_no_reader_is_refused_before_anything_runs(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    os.mkfifo(tmp_path / "p")
+    before = listing(tmp_path)
+    proc = run(*args, cwd=tmp_path, timeout=FIFO_GUARD_S)
+    option = {"-o": "-o/--output"}.get(args[args.index("p") - 1], args[args.index("p") - 1])
+    assert error_lines(proc.stderr) == [f"Error: {option}: p: {NO_READER} (start the reader first)"]
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert listing(tmp_path) == before  # no target file, nothing of the check: not begun
+    assert stat.S_ISFIFO((tmp_path / "p").lstat().st_mode)
+
+
+def test_plot_to_a_fifo_with_a_reader_sends_the_png(tmp_path: Path) -> None:
+    fifo = tmp_path / "plot.fifo"
+    os.mkfifo(fifo)
+    reader = FifoReader(fifo)
+    try:
+        proc = run("plot", str(DATA / "example-result.json"), "-o", str(fifo), cwd=tmp_path)
+    finally:
+        data = reader.result()
+    assert (proc.returncode, error_lines(proc.stderr)) == (0, []), proc.stderr
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 1000
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
 def test_appends_to_a_fifo_and_a_device_are_whole_with_one_header(tmp_path: Path) -> None:
     fifo = tmp_path / "rows.fifo"
     os.mkfifo(fifo)

@@ -5,13 +5,13 @@ coefficient of variation over its full-length intervals. When the change from A 
 no larger than the noisier run's spread, the table says it is within noise, since a rerun
 of either could differ that much. With fewer than three full intervals the noise is
 unknown: the line says how many each run has, and a note under the table how to get more
-(a shorter ``--liveint``; for a check, which picks its own, a longer ``--budget``).
-Two check documents are compared without the elapsed time: a check's tests run for their
-share of the budget, so their time says nothing of the storage. ``--fail-below`` gates on the error of the runs' mean rates
-instead (:func:`change_margin`): a whole run's mean is known far better than one
-interval's value. The ``B IS`` column says whether B is better or worse than A: higher is
-better for rates, lower for elapsed time and latency. File names, labels, commands and
-phase names are shown through :func:`~aiobench.text.printable`.
+(a shorter ``--liveint``; for a check, which picks its own, a longer ``--budget``). Two
+check documents are compared without the elapsed time: a check's tests run for their
+share of the budget, so their time says nothing of the storage. ``--fail-below`` gates on
+the error of the runs' mean rates instead (:func:`change_margin`): a whole run's mean is
+known far better than one interval's value. The ``B IS`` column says whether B is better
+or worse than A: higher is better for rates, lower for elapsed time and latency. File
+names, labels, commands and phase names are shown through :func:`~aiobench.text.printable`.
 """
 
 from __future__ import annotations

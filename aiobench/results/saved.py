@@ -11,8 +11,8 @@ Nothing of a file is trusted before it is checked: it must be a regular file of 
 :data:`MAX_DOCUMENT_BYTES` with no more objects, arrays and values than a real document
 holds (:mod:`aiobench.results.shape`, counted as it is read), UTF-8 JSON whose numbers fit
 64 bits, valid under the published schema, and each latency histogram must decode to the
-count beside it. Anything else is a
-usage error naming the file (and where in it, for a schema error).
+count beside it. Anything else is a usage error naming the file (and where in it, for a
+schema error).
 """
 
 from __future__ import annotations

@@ -376,13 +376,6 @@ def test_phases_shorter_than_the_interval_get_a_hint(tmp_path: Path) -> None:
     assert png_size(tmp_path / "short.png") == (1200, 800)
 
 
-def test_no_hint_when_a_phase_has_full_intervals(tmp_path: Path) -> None:
-    rng = np.random.default_rng(6)
-    doc = run_doc(phase_doc("WRITE", rng, n_intervals=3, block_bytes=MIB))
-    doc["meta"]["live_interval_ms"] = INTERVAL_NS // 1_000_000
-    assert render_plot(doc, str(tmp_path / "full.png")) == []
-
-
 def test_five_thousand_phases_are_plotted_as_one_line_per_phase_name(tmp_path: Path) -> None:
     """A valid document of 5,000 phases (22 MB): a legend entry per phase took matplotlib
     minutes to lay out (164 s for a 12 MB one); one line per phase name takes seconds."""

@@ -36,9 +36,9 @@ class ShapeBound:
         self.containers += chunk.count(b"{") + chunk.count(b"[")
         self.values += chunk.count(b",")
         if self.containers > MAX_CONTAINERS:
-            self._refuse(f"more than {MAX_CONTAINERS:,} objects and arrays")
+            self._refuse(f"over {MAX_CONTAINERS:,} objects and arrays")
         if self.values > MAX_VALUES:
-            self._refuse(f"more than {MAX_VALUES:,} values")
+            self._refuse(f"over {MAX_VALUES:,} values")
 
     def _refuse(self, what: str) -> None:
-        raise ConfigError(f"{self._path}: {what}, more than a result document holds")
+        raise ConfigError(f"{self._path}: {what}, more than any result document holds")

@@ -239,7 +239,7 @@ def test_junk_under_the_cap_is_refused_before_it_is_built(
     for args in commands("junk.json", good):
         done = run_watched(*args, cwd=tmp_path)
         line = assert_refused(done.code, done.stdout, done.stderr, "junk.json")
-        assert f"more than {MAX_CONTAINERS if item == b'[],' else MAX_VALUES:,} {what}" in line
+        assert f"over {MAX_CONTAINERS if item == b'[],' else MAX_VALUES:,} {what}" in line
         assert done.max_rss_bytes < MAX_RSS_BYTES
 
 

@@ -229,7 +229,7 @@ def _target_columns(phase: PhaseResult) -> list[tuple[str, str]]:
     return columns
 
 
-def member_rate(key: str, whole: int, fine: float) -> str:
+def _rate_text(key: str, whole: int, fine: float) -> str:
     """A report's rate as its rows print it: truncated to a whole number (MiB/s: whole MiB)
     as elbencho's table truncates, but a rate below 1 with two significant digits, also
     truncated (``0.42``): a slow target or a long phase over few entries is no ``0``."""
@@ -248,7 +248,7 @@ def _target_row(
     tail: str,
 ) -> str:
     whole, fine = rates
-    cells = "".join(f" {member_rate(key, whole[key], fine[key]):>10}" for _, key in columns)
+    cells = "".join(f" {_rate_text(key, whole[key], fine[key]):>10}" for _, key in columns)
     return f"{'':<11} {name:<17}:{cells}{tail}\n".rstrip() + "\n"
 
 
@@ -326,8 +326,8 @@ def slow_target_row(phase: PhaseResult) -> str:
         return ""
     below = f"{100 * (average - slow) / average:.1f}"
     unit = _RATE_UNITS.get(metric, f"{entry_label(phase)}/s")
-    shown_slow = member_rate(metric, getattr(t, metric), slow)
-    shown_average = member_rate(metric, report.average[metric], average)
+    shown_slow = _rate_text(metric, getattr(t, metric), slow)
+    shown_average = _rate_text(metric, report.average[metric], average)
     text = (
         f"#{t.index} {printable(t.path)} {shown_slow} {unit}, {below} % below the "
         f"average of {shown_average} {unit} (--pertarget lists every target)"

@@ -425,10 +425,12 @@ def plot(
     # Where the name leads, by the rules of every output (a FIFO only with a reader).
     export = checked_export("-o/--output", output)
     png = io.BytesIO()
-    render_plot(doc, png, width_px=width, height_px=height)
+    notes = render_plot(doc, png, width_px=width, height_px=height)
     failed = write_export(export, png.getvalue())
     if failed is not None:
         raise AiobenchError(failed)
+    for note in notes:
+        print(f"Note: {note}.", file=sys.stderr)
     return 0
 
 

@@ -5,7 +5,9 @@ The fixtures that use them are in conftest.py; no test module imports another.""
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
+import json
 import os
 import shutil
 import stat
@@ -517,6 +519,15 @@ def stream(
         stride=stride,
         loop=loop,
     )
+
+
+def example_with_phases(count: int) -> Doc:
+    """The frozen example result with ``count`` phases, its own phases over and over: a
+    valid document (it passes the schema and the histogram checks) of any length."""
+    doc: Doc = json.loads((DATA / "example-result.json").read_text(encoding="utf-8"))
+    own = doc["phases"]
+    doc["phases"] = [copy.deepcopy(own[i % len(own)]) for i in range(count)]
+    return doc
 
 
 def set_at(path: list[str | int], value: object) -> Callable[[Doc], None]:

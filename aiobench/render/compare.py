@@ -5,11 +5,13 @@ coefficient of variation over its full-length intervals. When the change from A 
 no larger than the noisier run's spread, the table says it is within noise, since a rerun
 of either could differ that much. With fewer than three full intervals the noise is
 unknown: the line says how many each run has, and a note under the table how to get more
-(a shorter ``--liveint``). ``--fail-below`` gates on the error of the runs' mean rates
-instead (:func:`change_margin`): a whole run's mean is known far better than one
-interval's value. The ``B IS`` column says whether B is better or worse than A: higher is
-better for rates, lower for elapsed time and latency. File names, labels, commands and
-phase names are shown through :func:`~aiobench.text.printable`.
+(a shorter ``--liveint``; for a check, which picks its own, a longer ``--budget``). Two
+check documents are compared without the elapsed time: a check's tests run for their
+share of the budget, so their time says nothing of the storage. ``--fail-below`` gates on
+the error of the runs' mean rates instead (:func:`change_margin`): a whole run's mean is
+known far better than one interval's value. The ``B IS`` column says whether B is better
+or worse than A: higher is better for rates, lower for elapsed time and latency. File
+names, labels, commands and phase names are shown through :func:`~aiobench.text.printable`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from aiobench.text import printable
 from aiobench.units import MIB, format_elapsed, format_latency
 
 MIN_INTERVALS = 3
+CHECK = "check"  # Compared.kind of a check document
 # --fail-below: a fall counts when it is beyond this many standard errors of the
 # difference of the runs' mean interval rates (about 95 % for a normal spread).
 NOISE_SIGMAS = 2.0
@@ -41,16 +44,19 @@ class _Metric:
     rate: bool = False  # a rate: higher is better, and --fail-below gates it
 
 
-def _metrics(phase: PhaseResult) -> list[_Metric]:
+def _metrics(phase: PhaseResult, budgeted: bool) -> list[_Metric]:
+    """What is compared of a phase; no elapsed time where a time budget set it (a check's
+    tests run for their share of ``--budget``, or a count sized to it)."""
     last = phase.last_done
-    out = [
-        _Metric(
+    out = []
+    if not budgeted:
+        elapsed = _Metric(
             "Elapsed (last done)",
             lambda p: p.last_done.elapsed_ns,
             None,
             lambda v: format_elapsed(int(v)),
         )
-    ]
+        out.append(elapsed)
     if last.entries:
         out.append(
             _Metric(
@@ -187,9 +193,33 @@ def _interval_count(count: int) -> str:
     return f"{count} full interval{'' if count == 1 else 's'}"
 
 
-def _live_interval(run: RunResult | Compared) -> str:
-    value = run.meta.get("live_interval_ms")
-    return f"{value} ms" if isinstance(value, int) else "unknown"
+def _is_check(run: RunResult | Compared) -> bool:
+    return isinstance(run, Compared) and run.kind == CHECK
+
+
+def _used(run: RunResult | Compared, key: str, unit: str) -> str:
+    value = run.meta.get(key)
+    return f"{value} {unit}" if isinstance(value, int) else "unknown"
+
+
+def _noise_advice(a: RunResult | Compared, b: RunResult | Compared) -> list[str]:
+    """Why the noise is unknown and how to get the full intervals it needs: a run takes a
+    shorter --liveint; a check has none (it gives each test about ten intervals of at
+    least 50 ms), so it needs a longer --budget."""
+    if _is_check(a):
+        return [
+            "Noise unknown: a test's noise is the spread of a metric over its full live "
+            f"intervals, and {MIN_INTERVALS} are needed to measure it.",
+            f"Check again with a longer --budget (A used {_used(a, 'budget_s', 's')}, B "
+            f"{_used(b, 'budget_s', 's')}): each test gets about ten intervals of at least "
+            "50 ms.",
+        ]
+    return [
+        "Noise unknown: a run's noise is the spread of a metric over its full --liveint "
+        f"intervals, and {MIN_INTERVALS} are needed to measure it.",
+        f"Run again with a shorter --liveint (A used {_used(a, 'live_interval_ms', 'ms')}, "
+        f"B {_used(b, 'live_interval_ms', 'ms')}) or for longer.",
+    ]
 
 
 def _gate(drop: float, fail_below: float, margin: float | None) -> tuple[bool, str]:
@@ -218,7 +248,7 @@ def compare_lines(
     gated."""
     lines = []
     for label, pa, pb in _pairs(a, b):
-        for metric in _metrics(pa):
+        for metric in _metrics(pa, budgeted=_is_check(a)):
             va, vb = metric.value(pa), metric.value(pb)
             ratio = f"{vb / va:.2f}{TIMES}" if va else "-"
             note, failed, unknown = "", False, False
@@ -285,13 +315,7 @@ def render_compare(
             f"{line.ratio:>8}  {line.verdict:<6}  {line.note}".rstrip()
         )
     if any(line.noise_unknown for line in compared):
-        lines += [
-            "",
-            "Noise unknown: a run's noise is the spread of a metric over its full --liveint "
-            f"intervals, and {MIN_INTERVALS} are needed to measure it.",
-            f"Run again with a shorter --liveint (A used {_live_interval(a)}, B "
-            f"{_live_interval(b)}) or for longer.",
-        ]
+        lines += ["", *_noise_advice(a, b)]
     if fail_below is not None:
         lines += ["", _verdict(compared, fail_below)]
     return "\n".join(lines) + "\n"

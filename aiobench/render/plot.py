@@ -4,7 +4,9 @@ Draws a run as :func:`aiobench.results.saved.load_run` reads it back from its ``
 (the result model), so any saved result can be plotted later. matplotlib is an optional
 dependency: it is imported only when a plot is drawn, always with the Agg canvas and never
 through pyplot's global state. Text from the document (label, command, host) is drawn as
-text: control characters escaped, no ``$...$`` math.
+text: control characters escaped, no ``$...$`` math. What each line holds (one per phase,
+or per phase name for many phases; the partial last interval apart) is
+:mod:`aiobench.render.plotlines`.
 """
 
 from __future__ import annotations
@@ -12,16 +14,26 @@ from __future__ import annotations
 import datetime
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import numpy as np
 
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import MKDIRS, PHASE_NAMES, RMDIRS
+from aiobench.render.plotlines import (
+    PlotLine,
+    full_interval_ns,
+    interval_points,
+    joined,
+    partial_points,
+    plot_lines,
+    shorter_than_interval_note,
+    split_partial,
+)
 from aiobench.results.model import IntervalStats, PhaseResult, RunResult
 from aiobench.results.tables import run_from_json
-from aiobench.stats.recorders import LatencySummary
+from aiobench.stats.recorders import LatencySummary, merge_latency
 from aiobench.text import printable
 from aiobench.units import MIB
 
@@ -64,8 +76,7 @@ def _latency_label(phase: PhaseResult, name: str) -> str:
 class _Series(NamedTuple):
     label: str
     unit: str
-    x: list[float]
-    y: list[float]
+    value: Callable[[IntervalStats], float]
 
 
 def render_plot(
@@ -74,10 +85,11 @@ def render_plot(
     *,
     width_px: int = 1200,
     height_px: int = 800,
-) -> None:
+) -> list[str]:
     """Write a PNG of exactly ``width_px`` x ``height_px`` pixels plotting ``run`` to ``out``
     (a file name, or a binary stream: the CLI renders into memory and writes the PNG where
-    ``-o`` leads by the rules of every output, :mod:`aiobench.render.export`).
+    ``-o`` leads by the rules of every output, :mod:`aiobench.render.export`); the notes
+    for the user (a hint when every phase was shorter than ``--liveint``).
 
     ``run`` is a run read back, or its checked ``--json`` document (read into the model
     here). Three stacked panels: throughput per interval, p50/p99 latency per interval, and
@@ -95,15 +107,14 @@ def render_plot(
     fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     fig.suptitle(_title(run.meta), fontsize="medium", wrap=True)
-    phases = run.phases
-    if not any(p.intervals for p in phases):
+    full_ns = full_interval_ns(run)
+    if not any(p.intervals for p in run.phases):
         fig.text(0.5, 0.5, "no data", ha="center", va="center", fontsize="xx-large")
     else:
-        names = _phase_names(phases)
-        colors = [f"C{i % 10}" for i in range(len(phases))]
-        _throughput_panel(fig.add_subplot(3, 1, 1), phases, names, colors)
-        _interval_latency_panel(fig.add_subplot(3, 1, 2), phases, names, colors)
-        _spectrum_panel(fig.add_subplot(3, 1, 3), phases, names, colors)
+        lines = plot_lines(run.phases)
+        _throughput_panel(fig.add_subplot(3, 1, 1), lines, full_ns)
+        _interval_latency_panel(fig.add_subplot(3, 1, 2), lines)
+        _spectrum_panel(fig.add_subplot(3, 1, 3), lines)
     # No bbox_inches="tight": it would crop the canvas and change the pixel size.
     try:
         with warnings.catch_warnings():
@@ -113,6 +124,8 @@ def render_plot(
             fig.savefig(out, format="png", dpi=DPI)
     except OSError as exc:  # a full disk, a directory that went away, no permission
         raise BenchIOError.from_os(out if isinstance(out, str) else "", None, exc) from None
+    note = shorter_than_interval_note(run, full_ns)
+    return [] if note is None else [note]
 
 
 def _title(meta: Mapping[str, Any]) -> str:
@@ -138,73 +151,56 @@ def _when(meta: Mapping[str, Any]) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
 
 
-def _phase_names(phases: Sequence[PhaseResult]) -> list[str]:
-    """Legend names: the phase name, with ``#2``, ``#3`` on repeats so lines stay apart."""
-    seen: dict[str, int] = {}
-    names = []
-    for phase in phases:
-        name = phase.name
-        seen[name] = seen.get(name, 0) + 1
-        names.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
-    return names
+def _mib_per_s(iv: IntervalStats) -> float:
+    return float(iv.bytes_per_s) / MIB
 
 
-def _seconds(interval: IntervalStats) -> float:
-    return float(interval.end_ns) / 1e9
-
-
-def _rate_series(phase: PhaseResult, name: str) -> _Series | None:
-    """The rate that means something for a phase that moved no bytes, or None."""
-    intervals = phase.intervals
-    x = [_seconds(iv) for iv in intervals]
-    entries = [float(iv.entries_per_s) for iv in intervals]
-    if any(entries):
-        unit = "dirs/s" if phase.name in DIR_PHASES else "files/s"
-        return _Series(f"{name} {unit}", unit, x, entries)
-    iops = [float(iv.iops) for iv in intervals]
-    if any(iops):
-        return _Series(f"{name} IOPS", "IOPS", x, iops)
+def _series(line: PlotLine) -> _Series | None:
+    """What the line's throughput is: MiB/s when its phases moved bytes, else the rate that
+    means something for them (entries/s, else IOPS); None when they did nothing."""
+    intervals = [iv for phase in line.phases for iv in phase.intervals]
+    if any(iv.bytes for iv in intervals):
+        return _Series(line.name, "MiB/s", _mib_per_s)
+    if any(iv.entries_per_s for iv in intervals):
+        unit = "dirs/s" if line.first.name in DIR_PHASES else "files/s"
+        return _Series(f"{line.name} {unit}", unit, lambda iv: float(iv.entries_per_s))
+    if any(iv.iops for iv in intervals):
+        return _Series(f"{line.name} IOPS", "IOPS", lambda iv: float(iv.iops))
     return None
 
 
-def _throughput_panel(
-    ax: Axes, phases: Sequence[PhaseResult], names: Sequence[str], colors: Sequence[str]
-) -> None:
+def _throughput_panel(ax: Axes, lines: Sequence[PlotLine], full_ns: int | None) -> None:
     ax.set_title("Throughput per interval", fontsize="medium")
     ax.set_xlabel("time since phase start (s)")
-    byte_series: list[tuple[_Series, str]] = []
-    rate_series: list[tuple[_Series, str]] = []
-    for phase, name, color in zip(phases, names, colors, strict=True):
-        intervals = phase.intervals
-        if any(iv.bytes for iv in intervals):
-            x = [_seconds(iv) for iv in intervals]
-            y = [float(iv.bytes_per_s) / MIB for iv in intervals]
-            byte_series.append((_Series(name, "MiB/s", x, y), color))
-        else:
-            rate = _rate_series(phase, name)
-            if rate is not None:
-                rate_series.append((rate, color))
-    if not byte_series and not rate_series:
+    drawn = [(line, series) for line in lines if (series := _series(line)) is not None]
+    if not drawn:
         _empty(ax, "no throughput data")
         return
     # MiB/s owns the left axis when any phase moved bytes; counted rates then go on a
     # second axis, since files/s and MiB/s share no scale.
-    rate_ax = ax.twinx() if byte_series and rate_series else ax
-    for series, color in byte_series:
-        ax.plot(series.x, series.y, color=color, marker="o", markersize=3, label=series.label)
-    for series, color in rate_series:
-        rate_ax.plot(
-            series.x,
-            series.y,
-            color=color,
-            linestyle="--",
-            marker="s",
-            markersize=3,
-            label=series.label,
+    has_bytes = any(series.unit == "MiB/s" for _, series in drawn)
+    rate_ax = ax.twinx() if has_bytes and not all(s.unit == "MiB/s" for _, s in drawn) else ax
+    partial = False
+    for line, series in drawn:
+        on, style, marker = (ax, "-", "o") if series.unit == "MiB/s" else (rate_ax, "--", "s")
+        x, y = joined(
+            interval_points(split_partial(p.intervals, full_ns)[0], series.value)
+            for p in line.phases
         )
-    if byte_series:
+        look: dict[str, Any] = {"color": line.color, "marker": marker, "markersize": 3}
+        on.plot(x, y, linestyle=style, label=series.label, **look)
+        px, py = partial_points(line.phases, full_ns, series.value)
+        if px:
+            on.plot(px, py, linestyle=":", markerfacecolor="none", **look)
+            partial = True
+    if partial:
+        ax.set_title(
+            "Throughput per interval (hollow: a phase's last interval, shorter than the others)",
+            fontsize="medium",
+        )
+    if has_bytes:
         ax.set_ylabel("MiB/s")
-    rate_units = sorted({s.unit for s, _ in rate_series})
+    rate_units = sorted({s.unit for _, s in drawn if s.unit != "MiB/s"})
     if rate_units:
         rate_ax.set_ylabel(", ".join(rate_units))
     ax.set_ylim(bottom=0)
@@ -219,37 +215,41 @@ def _throughput_panel(
     ax.legend(handles, labels, fontsize="small", loc="best")
 
 
-def _interval_latency_panel(
-    ax: Axes, phases: Sequence[PhaseResult], names: Sequence[str], colors: Sequence[str]
-) -> None:
+def _latency_points(phase: PhaseResult, point: float) -> tuple[list[float], list[float]]:
+    """The phase's ``point`` percentile (µs) at the end of each interval that has one."""
+    x: list[float] = []
+    y: list[float] = []
+    for iv in phase.intervals:
+        lat = _latency(phase, iv)
+        value = lat.percentiles_ns.get(point, 0) if lat is not None else 0
+        if lat is not None and lat.count and value > 0:
+            x.append(iv.end_ns / 1e9)
+            y.append(value / 1e3)
+    return x, y
+
+
+def _interval_latency_panel(ax: Axes, lines: Sequence[PlotLine]) -> None:
     ax.set_title(
         "Latency per interval: IO, else per entry (p50 solid, p99 dashed)", fontsize="medium"
     )
     ax.set_xlabel("time since phase start (s)")
-    # One legend entry per phase (its p50 line); the title tells the two styles apart.
+    # One legend entry per line (its p50 line); the title tells the two styles apart.
     legend: dict[str, Any] = {}
-    for phase, name, color in zip(phases, names, colors, strict=True):
-        name = _latency_label(phase, name)
+    for line in lines:
+        name = _latency_label(line.first, line.name)
         for point, style in ((50.0, "-"), (99.0, "--")):
-            x: list[float] = []
-            y: list[float] = []
-            for iv in phase.intervals:
-                lat = _latency(phase, iv)
-                value = lat.percentiles_ns.get(point, 0) if lat is not None else 0
-                if lat is not None and lat.count and value > 0:
-                    x.append(_seconds(iv))
-                    y.append(value / 1e3)
+            x, y = joined(_latency_points(phase, point) for phase in line.phases)
             if x:
-                (line,) = ax.plot(
+                (drawn,) = ax.plot(
                     x,
                     y,
-                    color=color,
+                    color=line.color,
                     linestyle=style,
                     marker="o",
                     markersize=3,
                     label=f"{name} p{point:g}",
                 )
-                legend.setdefault(name, line)
+                legend.setdefault(name, drawn)
     if not legend:
         _empty(ax, "no interval latency data")
         return
@@ -267,24 +267,35 @@ def _interval_latency_panel(
     )
 
 
-def _spectrum_panel(
-    ax: Axes, phases: Sequence[PhaseResult], names: Sequence[str], colors: Sequence[str]
-) -> None:
+def _whole_latency(line: PlotLine) -> LatencySummary | None:
+    """The latency of the line's phase, or of all its phases together (merged histograms:
+    the spectrum of every operation of that name)."""
+    if len(line.phases) == 1:
+        return _latency(line.first, line.first)
+    return merge_latency([_latency(p, p) for p in line.phases if _has_histogram(p)])
+
+
+def _has_histogram(phase: PhaseResult) -> bool:
+    lat = _latency(phase, phase)
+    return lat is not None and bool(lat.hdr) and lat.count > 0
+
+
+def _spectrum_panel(ax: Axes, lines: Sequence[PlotLine]) -> None:
     from matplotlib.ticker import NullLocator
 
     ax.set_title("Latency by percentile (whole phase): IO, else per entry", fontsize="medium")
     ax.set_xlabel("percentile")
     widest = 1.0
-    for phase, name, color in zip(phases, names, colors, strict=True):
-        lat = _latency(phase, phase)
+    for line in lines:
+        lat = _whole_latency(line)
         encoded = lat.hdr if lat is not None else ""
         if not encoded:
             continue
-        name = _latency_label(phase, name)
+        name = _latency_label(line.first, line.name)
         x, y = _spectrum(encoded, name)
         if not x:
             continue
-        ax.plot(x, y, color=color, drawstyle="steps-post", label=name)
+        ax.plot(x, y, color=line.color, drawstyle="steps-post", label=name)
         widest = max(widest, x[-1])
     if not ax.lines:
         _empty(ax, "no latency histogram")

@@ -7,6 +7,7 @@ through :func:`~aiobench.text.printable`, so no control character reaches the te
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic
@@ -228,11 +229,31 @@ def _target_columns(phase: PhaseResult) -> list[tuple[str, str]]:
     return columns
 
 
-def _target_row(name: str, rates: dict[str, int], columns: list[tuple[str, str]], tail: str) -> str:
-    cells = "".join(
-        f" {rates[key] // MIB if key == 'bytes_per_s' else rates[key]:>10}" for _, key in columns
-    )
+def _rate_text(key: str, whole: int, fine: float) -> str:
+    """A report's rate as its rows print it: truncated to a whole number (MiB/s: whole MiB)
+    as elbencho's table truncates, but a rate below 1 with two significant digits, also
+    truncated (``0.42``): a slow target or a long phase over few entries is no ``0``."""
+    scale = MIB if key == "bytes_per_s" else 1
+    value = fine / scale
+    if whole // scale or value <= 0:
+        return str(whole // scale)
+    places = 1 - math.floor(math.log10(value))
+    return f"{math.floor(value * 10**places) / 10**places:.{places}f}"
+
+
+def _target_row(
+    name: str,
+    rates: tuple[dict[str, int], dict[str, float]],
+    columns: list[tuple[str, str]],
+    tail: str,
+) -> str:
+    whole, fine = rates
+    cells = "".join(f" {_rate_text(key, whole[key], fine[key]):>10}" for _, key in columns)
     return f"{'':<11} {name:<17}:{cells}{tail}\n".rstrip() + "\n"
+
+
+def _member_rates(t: MemberT) -> tuple[dict[str, int], dict[str, float]]:
+    return t.rates(), t.fine_rates()
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,12 +300,12 @@ def _report_block(
     # grep ^WRITE); the columns stay where they are.
     out = f" {printable(phase.name):<10} {kind.title:<17}:{titles}  {'Elapsed':>9}  {kind.column}\n"
     for label, t in (("Min", report.slowest), ("Max", report.fastest)):
-        out += _target_row(label, t.rates(), columns, elapsed(t) + kind.name(t))
-    out += _target_row("Average", report.average, columns, "")
-    out += _target_row("Aggregate", report.aggregate, columns, "")
+        out += _target_row(label, _member_rates(t), columns, elapsed(t) + kind.name(t))
+    out += _target_row("Average", (report.average, report.fine_average), columns, "")
+    out += _target_row("Aggregate", (report.aggregate, report.fine_aggregate), columns, "")
     for t in members:
         out += _target_row(
-            f"#{t.number}", t.rates(), columns, elapsed(t) + printable(kind.where(t))
+            f"#{t.number}", _member_rates(t), columns, elapsed(t) + printable(kind.where(t))
         )
     return out + SEPARATOR
 
@@ -298,16 +319,18 @@ def slow_target_row(phase: PhaseResult) -> str:
     report = target_report(phase.targets)
     if report is None or sum(t.worked for t in phase.targets) < 2:
         return ""
-    slow, average = getattr(report.slowest, report.metric), report.average[report.metric]
+    t, metric = report.slowest, report.metric
+    # Compared before truncation: targets all below 1 a second are all 0 truncated.
+    slow, average = t.fine_rates()[metric], report.fine_average[metric]
     if slow * 100 >= average * (100 - SLOW_TARGET_PCT):
         return ""
     below = f"{100 * (average - slow) / average:.1f}"
-    unit = _RATE_UNITS.get(report.metric, f"{entry_label(phase)}/s")
-    scale = MIB if report.metric == "bytes_per_s" else 1
-    t = report.slowest
+    unit = _RATE_UNITS.get(metric, f"{entry_label(phase)}/s")
+    shown_slow = _rate_text(metric, getattr(t, metric), slow)
+    shown_average = _rate_text(metric, report.average[metric], average)
     text = (
-        f"#{t.index} {printable(t.path)} {slow // scale} {unit}, {below} % below the "
-        f"average of {average // scale} {unit} (--pertarget lists every target)"
+        f"#{t.index} {printable(t.path)} {shown_slow} {unit}, {below} % below the "
+        f"average of {shown_average} {unit} (--pertarget lists every target)"
     )
     return _wide_row("Slowest target", text)
 

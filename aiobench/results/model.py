@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from aiobench.stats.recorders import LatencySummary
-from aiobench.units import rate
+from aiobench.units import NS_PER_US, rate
 
 SCHEMA_VERSION = 3
 
@@ -179,6 +179,12 @@ class _Member(_Rates):
     def rates(self) -> dict[str, int]:
         return {m: getattr(self, m) for m in RATE_METRICS}
 
+    def fine_rates(self) -> dict[str, float]:
+        """The rates before truncation: a rate below 1 a second is 0 in :meth:`rates`."""
+        seconds = self.span_ns // NS_PER_US / 1e6  # the microseconds rate() divides by
+        counts = {"bytes_per_s": self.bytes, "iops": self.ops, "entries_per_s": self.entries}
+        return {m: counts[m] / seconds if seconds > 0 else 0.0 for m in RATE_METRICS}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TargetTotals(_Member):
@@ -283,6 +289,9 @@ class TargetReport(Generic[MemberT]):
     fastest: MemberT
     average: dict[str, int]
     aggregate: dict[str, int]
+    # The same before truncation (from each member's fine_rates), for rates below 1.
+    fine_average: dict[str, float]
+    fine_aggregate: dict[str, float]
 
 
 def target_report(members: tuple[MemberT, ...]) -> TargetReport[MemberT] | None:
@@ -297,15 +306,19 @@ def target_report(members: tuple[MemberT, ...]) -> TargetReport[MemberT] | None:
         if any(t.entries for t in worked)
         else "iops"
     )
-    # Ties go to the member numbered first.
-    slowest = min(worked, key=lambda t: (getattr(t, metric), t.number))
-    fastest = max(worked, key=lambda t: (getattr(t, metric), -t.number))
+    fine = [t.fine_rates() for t in worked]
+    # Equal truncated rates are told apart by the rates before truncation (all members
+    # below 1 a second are 0); ties still go to the member numbered first.
+    slowest = min(worked, key=lambda t: (getattr(t, metric), t.fine_rates()[metric], t.number))
+    fastest = max(worked, key=lambda t: (getattr(t, metric), t.fine_rates()[metric], -t.number))
     return TargetReport(
         metric=metric,
         slowest=slowest,
         fastest=fastest,
         average={m: sum(getattr(t, m) for t in worked) // len(worked) for m in RATE_METRICS},
         aggregate={m: sum(getattr(t, m) for t in worked) for m in RATE_METRICS},
+        fine_average={m: sum(f[m] for f in fine) / len(worked) for m in RATE_METRICS},
+        fine_aggregate={m: sum(f[m] for f in fine) for m in RATE_METRICS},
     )
 
 

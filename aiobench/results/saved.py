@@ -8,9 +8,11 @@ document without ``iteration`` keys is one iteration. The
 computed it, so ``show`` prints the very summary the run printed.
 
 Nothing of a file is trusted before it is checked: it must be a regular file of at most
-:data:`MAX_DOCUMENT_BYTES`, UTF-8 JSON whose numbers fit 64 bits, valid under the published
-schema, and each latency histogram must decode to the count beside it. Anything else is a
-usage error naming the file (and where in it, for a schema error).
+:data:`MAX_DOCUMENT_BYTES` with no more objects, arrays and values than a real document
+holds (:mod:`aiobench.results.shape`, counted as it is read), UTF-8 JSON whose numbers fit
+64 bits, valid under the published schema, and each latency histogram must decode to the
+count beside it. Anything else is a usage error naming the file (and where in it, for a
+schema error).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, NoReturn
 from aiobench.errors import ConfigError
 from aiobench.results.infile import read_regular_file
 from aiobench.results.model import SCHEMA_VERSION, Compared, RunResult, labelled_phases
+from aiobench.results.shape import ShapeBound
 from aiobench.results.tables import latency_from_json, run_from_json
 from aiobench.stats.recorders import LatencyRecorder
 from aiobench.units import MIB
@@ -78,13 +81,14 @@ def _brief(text: str) -> str:
 
 def _parse(path: str) -> Any:
     """The JSON value in the file ``path``, numbers checked; else :class:`ConfigError`."""
-    raw = read_regular_file(path, MAX_DOCUMENT_BYTES)
+    raw = read_regular_file(path, MAX_DOCUMENT_BYTES, ShapeBound(path))
     try:
-        doc = json.loads(
-            raw.decode("utf-8"), parse_int=_int, parse_float=_float, parse_constant=_constant
-        )
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    del raw  # (a document's bytes and its text need not both stay while it is parsed)
+    try:
+        doc = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply for a result document") from None
     except _BadNumber as exc:

@@ -396,7 +396,7 @@ def test_compare_markdown_is_a_table_with_the_failures_marked() -> None:
     text = render_compare_markdown(a, b, "base.json", "new.json", fail_below=10)
     header, body = md_table(text)
     assert header == ["phase", "metric", "A", "B", "B/A", "B is", "note"]
-    assert len(body) == 5 and all(len(row) == 7 for row in body)
+    assert len(body) == 4 and all(len(row) == 7 for row in body)  # no elapsed time
     iops = next(row for row in body if row[1] == "IOPS")
     assert iops[:6] == ["RND4K Q1T1 read", "IOPS", "10000", "5000", "0.50\u00d7", "worse"]
     assert iops[6] == "**FAIL: fell 50.0% (limit 10%, runs' noise \u00b11.6%)**"
@@ -408,3 +408,23 @@ def test_test_dataclass_labels() -> None:
     assert CheckTest(name="RND4K Q32T1", op="read", rand=True, iodepth=32).label == (
         "RND4K Q32T1 read"
     )
+
+
+def test_checks_are_compared_without_their_budgeted_time_and_advised_on_budget() -> None:
+    """A check's tests run for their share of --budget: their elapsed time is no measure to
+    call better or worse, and a check has no --liveint to shorten."""
+    short = [10_000, 10_200]  # two full intervals: the noise is unknown
+    a = Compared(kind="check", meta={"budget_s": 3}, phases=[("RND4K Q1T1 read", _phase(short))])
+    b = Compared(kind="check", meta={"budget_s": 5}, phases=[("RND4K Q1T1 read", _phase(short, 2))])
+    lines = compare_lines(a, b)
+    assert [line.metric for line in lines][:2] == ["IOPS", "Throughput MiB/s"]
+    assert not any(line.metric.startswith("Elapsed") for line in lines)
+    text = render_compare(a, b, "a.json", "b.json")
+    assert "--liveint" not in text
+    assert text.endswith(
+        "Noise unknown: a test's noise is the spread of a metric over its full live "
+        "intervals, and 3 are needed to measure it.\n"
+        "Check again with a longer --budget (A used 3 s, B 5 s): each test gets about ten "
+        "intervals of at least 50 ms.\n"
+    )
+    assert not any("Elapsed" in row for row in render_compare_markdown(a, b, "a", "b").split("\n"))

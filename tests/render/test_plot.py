@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from aiobench.errors import ConfigError
 from aiobench.render.plot import _nines_label, _spectrum, render_plot
 from aiobench.results.tables import latency_to_json as latency_dict
 from aiobench.stats.recorders import LatencyRecorder
-from tests.helpers import RunCli
+from tests.helpers import RunCli, example_with_phases, run_aiobench
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -335,3 +336,75 @@ def test_missing_matplotlib_is_a_config_error(
     with pytest.raises(ConfigError, match=r"python3 -m pip install matplotlib "):
         render_plot(run_doc(), str(out))
     assert not out.exists()
+
+
+def test_a_partial_last_interval_is_drawn_apart_and_hollow(
+    tmp_path: Path, figures: list[Figure]
+) -> None:
+    """A phase ending 0.3 s into its fourth 1 s interval: that interval's rate is over its
+    own 0.3 s, yet its tail draws a drop the full intervals do not show."""
+    rng = np.random.default_rng(5)
+    phase = phase_doc("WRITE", rng, n_intervals=4, block_bytes=MIB)
+    last = phase["intervals"][-1]
+    last["end_ns"] = last["start_ns"] + 3 * INTERVAL_NS // 10
+    doc = run_doc(phase)
+    doc["meta"]["live_interval_ms"] = INTERVAL_NS // 1_000_000
+    notes = render_plot(doc, str(tmp_path / "partial.png"))
+    (fig,) = figures
+    throughput = fig.axes[0]
+    assert "hollow: a phase's last interval, shorter than the others" in throughput.get_title()
+    full, partial = throughput.get_lines()
+    assert full.get_label() == "WRITE" and xs(full) == [1.0, 2.0, 3.0]
+    # From the last full interval to the partial one, dotted, its marker hollow.
+    assert xs(partial) == [3.0, 3.3]
+    assert partial.get_linestyle() == ":" and partial.get_markerfacecolor() == "none"
+    legend = throughput.get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["WRITE"]
+    assert notes == []  # a phase of full intervals: no hint
+
+
+def test_phases_shorter_than_the_interval_get_a_hint(tmp_path: Path) -> None:
+    """The frozen example's two phases (4 ms and 2 ms) ran within their first 10 ms
+    interval: each is one point, and plot says what would show more."""
+    saved = tmp_path / "short.json"
+    saved.write_text(json.dumps(example_with_phases(2)), encoding="utf-8")
+    proc = run_aiobench("plot", str(saved), "-o", str(tmp_path / "short.png"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == (
+        "Note: every phase was shorter than the live interval (10 ms), so each is one point "
+        "over time; run with a smaller --liveint (or for longer) to see how a phase went.\n"
+    )
+    assert png_size(tmp_path / "short.png") == (1200, 800)
+
+
+def test_five_thousand_phases_are_plotted_as_one_line_per_phase_name(tmp_path: Path) -> None:
+    """A valid document of 5,000 phases (22 MB): a legend entry per phase took matplotlib
+    minutes to lay out (164 s for a 12 MB one); one line per phase name takes seconds."""
+    saved = tmp_path / "many.json"
+    saved.write_text(json.dumps(example_with_phases(5000), indent=2), encoding="utf-8")
+    try:
+        proc = run_aiobench("plot", str(saved), "-o", str(tmp_path / "many.png"), timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail("plot of 5,000 phases took more than 90 s")
+    assert proc.returncode == 0, proc.stderr
+    assert png_size(tmp_path / "many.png") == (1200, 800)
+
+
+def test_many_phases_share_a_line_and_a_legend_entry_per_name(
+    tmp_path: Path, figures: list[Figure]
+) -> None:
+    rng = np.random.default_rng(8)
+    write = phase_doc("WRITE", rng, n_intervals=2, block_bytes=MIB)
+    read = phase_doc("READ", rng, n_intervals=3, block_bytes=MIB)
+    render_plot(run_doc(*[write, read] * 15), str(tmp_path / "many.png"))
+    (fig,) = figures
+    throughput, by_interval, spectrum = fig.axes
+    names = ["WRITE (15 phases)", "READ (15 phases)"]
+    assert [str(line.get_label()) for line in throughput.get_lines()] == names
+    # Each phase from its own start, a gap (NaN) between one phase and the next.
+    write_x = xs(throughput.get_lines()[0])
+    assert write_x[:5] == [1.0, 2.0, write_x[2], 1.0, 2.0] and np.isnan(write_x[2])
+    assert len(write_x) == 15 * 3 - 1
+    assert len(by_interval.get_lines()) == 4  # p50 and p99 of each name
+    # The spectrum of all 15 phases of a name: their histograms merged.
+    assert [str(line.get_label()) for line in spectrum.get_lines()] == names

@@ -34,6 +34,7 @@ from aiobench.render.table import TableOptions, render_table
 from aiobench.results.infile import read_regular_file
 from aiobench.results.model import Progress
 from aiobench.results.saved import MAX_DOCUMENT_BYTES, load_run
+from aiobench.results.shape import MAX_CONTAINERS, MAX_VALUES
 from tests.helpers import DATA, call_main, errors_of, run_aiobench
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
@@ -215,6 +216,31 @@ def test_file_over_the_cap_is_refused_without_reading(good: str, tmp_path: Path)
     line = assert_refused(done.code, done.stdout, done.stderr, "big.json")
     assert f"{MAX_DOCUMENT_BYTES + 1} bytes, more than the {MAX_DOCUMENT_BYTES}" in line
     assert done.max_rss_bytes < MAX_RSS_BYTES
+
+
+@pytest.mark.parametrize(
+    ("item", "what"),
+    [(b"[],", "objects and arrays"), (b"0,", "values")],
+    ids=["empty-lists", "zeros"],
+)
+def test_junk_under_the_cap_is_refused_before_it_is_built(
+    good: str, tmp_path: Path, item: bytes, what: str
+) -> None:
+    """250 MiB of ``[],[],…`` is 87 million lists once parsed (6.7 GB, 40 s): refused by
+    its count of containers or values while it is read, in little memory and time."""
+    junk = tmp_path / "junk.json"
+    block = item * ((1 << 20) // len(item))
+    with junk.open("wb") as handle:
+        handle.write(b"[")
+        while handle.tell() < 250 << 20:
+            handle.write(block)
+        handle.write(b"0]")
+    assert junk.stat().st_size < MAX_DOCUMENT_BYTES  # the size cap does not refuse it
+    for args in commands("junk.json", good):
+        done = run_watched(*args, cwd=tmp_path)
+        line = assert_refused(done.code, done.stdout, done.stderr, "junk.json")
+        assert f"over {MAX_CONTAINERS if item == b'[],' else MAX_VALUES:,} {what}" in line
+        assert done.max_rss_bytes < MAX_RSS_BYTES
 
 
 def test_fifo_is_refused_without_blocking(good: str, tmp_path: Path) -> None:

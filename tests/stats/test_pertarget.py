@@ -323,6 +323,36 @@ def test_target_block_golden_text() -> None:
     assert BLOCK_ROW_TITLE not in render_table([phase])
 
 
+def test_rates_below_one_a_second_are_not_printed_as_zero() -> None:
+    """A slow STAT over two targets: 2 files in 5 s and 3 in 7 s are 0.4 and 0.43 Files/s,
+    which the truncated rates make 0; the rows keep two significant digits (truncated)."""
+    a = target(0, entries=2, elapsed_ns=5_000_000_000)
+    b = target(1, entries=3, elapsed_ns=7_000_000_000)
+    c = target(0, ops=1, nbytes=300 * 1024, entries=1, elapsed_ns=1_000_000_000)
+    stat = phase_of("STAT", (a, b))
+    assert [t.entries_per_s for t in (a, b)] == [0, 0]
+    assert target_block(stat) == (
+        " STAT       per target       :    Files/s    Elapsed  Target\n"
+        "            Min              :       0.40     5.000s  #0 p0\n"
+        "            Max              :       0.42     7.000s  #1 p1\n"
+        "            Average          :       0.41\n"
+        "            Aggregate        :       0.82\n"
+        "            #0               :       0.40     5.000s  p0\n"
+        "            #1               :       0.42     7.000s  p1\n"
+        "---\n"
+    )
+    # MiB/s too: 300 KiB in a second is 0.29 MiB/s; whole figures stay whole.
+    rows = target_block(phase_of("WRITE", (c,))).splitlines()
+    (row,) = [line for line in rows if line.lstrip().startswith("#0")]
+    assert row.split() == ["#0", ":", "0.29", "1", "1", "1.000s", "p0"]
+    # Below 1 a second, the slowest target is still told apart from the average.
+    slow = phase_of("STAT", (a, target(1, entries=5, elapsed_ns=5_000_000_000)))
+    assert (
+        "Slowest target   : #0 p0 0.40 Files/s, 42.9 % below the average of 0.70 Files/s"
+        in phase_text(slow)
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "ops", "nbytes", "entries", "titles"),
     [

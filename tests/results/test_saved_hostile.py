@@ -552,7 +552,7 @@ def test_plot_that_cannot_be_written_is_an_io_error(
 ) -> None:
     code, out, err = call_main(capsys, "plot", good, "-o", "/dev/full")
     assert (code, out) == (1, "")
-    assert err == "Error: /dev/full: ENOSPC (No space left on device)\n"
+    assert err == "Error: -o/--output: /dev/full: ENOSPC (No space left on device)\n"
 
 
 # ---------------------------------------------------------------------------------------

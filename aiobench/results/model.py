@@ -27,6 +27,9 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     3, extended without a bump — phases[].mean_inflight_ops (the sum of the phase's I/O
         latencies over last_done.elapsed_ns) and phases[].loop_cpu_ns (the event-loop
         thread's CPU time over the phase); a phase without them reads as 0.
+    3, extended without a bump — meta.config.s3timeout_s (--s3timeout; optional), and the
+        fields an S3 request's error always carried (error.endpoint, .bucket, .key,
+        .status, .code), now described.
 """
 
 from __future__ import annotations

@@ -89,9 +89,11 @@ class S3Targets(Targets):
         self.multidel = multidel  # --s3multidel: keys per DeleteObjects request
         self._clients: dict[Endpoint, S3Client] = {}
         # LISTOBJ and MULTIDEL: one listing of a bucket at a time (a thread's slots share
-        # its buckets), and where LISTOBJ's listing of each got to.
+        # its buckets), where LISTOBJ's listing of each got to, and how many of its pages
+        # in a row brought nothing new (see _Requests._list_page).
         self._locks: dict[int, asyncio.Lock] = {}
         self.tokens: dict[int, str | None] = {}
+        self.idle_pages: dict[int, int] = {}
 
     def lock(self, bucket: int) -> asyncio.Lock:
         """The lock of PATH ``bucket``'s listing (made on the event loop)."""
@@ -270,6 +272,10 @@ class S3Engine:
 ABORT_GRACE_S = 2.0
 # The most keys one ListObjectsV2 page holds.
 MAX_LIST_KEYS = 1000
+# A listing whose pages say "more to come" (IsTruncated) yet bring no key, or hand back the
+# token they were asked with, this many times in a row is going nowhere: an error, not an
+# endless loop. (S3 may answer a page or two without keys, skipping deleted ones.)
+MAX_IDLE_PAGES = 3
 
 
 def _too_few(path: BucketPath, what: str) -> BenchIOError:
@@ -383,9 +389,27 @@ class _Requests:
             got = min(len(page.keys), want)
             if got < want and page.next_token is None:
                 raise _too_few(path, "the listing ended early")
+            idle = page.next_token is not None and (not got or page.next_token == token)
+            targets.idle_pages[index] = idle_pages = (
+                targets.idle_pages.get(index, 0) + 1 if idle else 0
+            )
+            if idle_pages >= MAX_IDLE_PAGES:
+                raise self._listing_stuck(path, idle_pages, page.next_token == token)
             targets.tokens[index] = page.next_token
             self._entries(got, start)
         return got
+
+    def _listing_stuck(self, path: BucketPath, pages: int, same_token: bool) -> S3Error:
+        """LISTOBJ's error for PATH ``path`` after ``pages`` idle pages (the last one
+        handing back its own token if ``same_token``, else bringing no key)."""
+        did = "handed back the token they were asked with" if same_token else "brought no keys"
+        return S3Error(
+            endpoint=self.client.endpoint.url,
+            bucket=path.bucket,
+            status=200,
+            reason=f"the listing makes no progress: {pages} ListObjectsV2 pages in a row "
+            f"said more is to come (IsTruncated) and {did}",
+        )
 
     async def _delete_batch(self, targets: S3Targets, index: int, want: int) -> int:
         """List up to ``want`` (at most --s3multidel) of PATH ``index``'s objects, and

@@ -1,7 +1,7 @@
 """S3 requests that get stuck (#27): the real CLI against endpoints that accept and never
-answer, dribble a body a byte a second, or never read a PUT body. Each run ends: at
-``--s3timeout`` with one error naming the request, or at ``--timelimit`` with what
-completed.
+answer, dribble a body a byte a second, never read a PUT body, or list forever without
+keys. Each run ends: at ``--s3timeout`` with one error naming the request, at
+``--timelimit`` with what completed, or after a few empty pages of a listing.
 
 The endpoints are small servers on free loopback ports (a real S3 server does none of
 this), one thread per connection."""
@@ -118,6 +118,23 @@ def thread_zero_only(sock: socket.socket, line: str, closing: threading.Event) -
         silent(sock, line, closing)
 
 
+def endless_listing(same_token: bool) -> Answer:
+    """Every ListObjectsV2 page: more to come, no keys, and the token it was asked with
+    (``same_token``) or a new one each time."""
+    pages = iter(range(1 << 30))
+
+    def answer(sock: socket.socket, line: str, closing: threading.Event) -> None:
+        token = "same" if same_token else f"t{next(pages)}"
+        body = (
+            '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
+            f"<Name>{BUCKET}</Name><KeyCount>0</KeyCount><IsTruncated>true</IsTruncated>"
+            f"<NextContinuationToken>{token}</NextContinuationToken></ListBucketResult>"
+        )
+        _ok(sock, body.encode())
+
+    return answer
+
+
 def run(
     run_cli: RunCli, server: _Server, tmp_path: Path, *args: str
 ) -> tuple[Any, list[str], dict[str, Any], float]:
@@ -217,6 +234,29 @@ def test_at_the_time_limit_the_figures_count_what_completed(
     done = read["last_done"]
     assert (done["entries"], done["ops"], done["bytes"]) == (5, 5, 5 * OBJECT)
     assert [(t["rank"], t["entries"]) for t in read["threads"]] == [(0, 5), (1, 0)]
+
+
+@pytest.mark.parametrize("same_token", [True, False], ids=["same-token", "new-tokens"])
+def test_a_listing_without_progress_is_an_error_naming_the_bucket(
+    run_cli: RunCli, tmp_path: Path, validator: Draft202012Validator, same_token: bool
+) -> None:
+    with serving(endless_listing(same_token)) as server:
+        proc, errors, doc, took = run(
+            run_cli, server, tmp_path, "--s3listobj", "10", "-t", "1", "-N", "10"
+        )
+        pages = len(server.seen)
+    assert took < WALL_S
+    assert proc.returncode == 1, proc.stderr
+    did = "handed back the token they were asked with" if same_token else "brought no keys"
+    assert errors == [
+        f"Error: s3://{BUCKET} at {server.endpoint}: HTTP 200 (the listing makes no progress: "
+        f"3 ListObjectsV2 pages in a row said more is to come (IsTruncated) and {did})"
+    ], proc.stderr
+    assert pages == 3  # (before #27: 133,000 requests a minute, without end)
+    assert errors_of(validator, doc) == []
+    (listed,) = doc["phases"]
+    assert listed["status"] == "error" and listed["last_done"]["entries"] == 0
+    assert doc["error"]["bucket"] == BUCKET
 
 
 def test_an_upload_the_time_limit_cuts_off_is_aborted(

@@ -56,6 +56,10 @@ MAX_BLOCK = 0x7FFF_F000
 # Instants are int64 nanoseconds of perf_counter_ns (time since boot); limits up to an
 # eighth of that range (36 years) leave room for any uptime and the sums made of them.
 MAX_SECONDS = 2**60 // NS_PER_S
+# --s3timeout's default: a loopback or LAN request takes milliseconds, a busy gateway's
+# slowest (a multipart completion, a large DeleteObjects) seconds; half a minute without
+# progress is a server that stopped answering, well before TCP's own timeouts (minutes).
+DEFAULT_S3_TIMEOUT_S = 30
 # Every block's result is kept for the -i summary and the --json document, about 35 KiB
 # each in memory (measured: 1000 iterations of WRITE and READ took 145 MB), so 10^4
 # iterations of four phases already hold over a GiB.
@@ -655,6 +659,16 @@ class BenchConfig:
         shown="the slots that use the endpoint",
         low=1,
     )
+    s3timeout_s: int = option(
+        DEFAULT_S3_TIMEOUT_S,
+        "--s3timeout",
+        help="A request that neither ends nor moves 64 KiB for this long (connecting, "
+        "waiting for an answer, sending or receiving) is an error.",
+        panel=OBJECTS,
+        metavar="SECS",
+        low=1,
+        high=MAX_SECONDS,
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -729,6 +743,7 @@ class BenchConfig:
             ("--s3listobj", bool(self.s3listobj)),
             ("--s3multidel", bool(self.s3multidel)),
             ("--s3maxconns", self.s3maxconns is not None),
+            ("--s3timeout", self.s3timeout_s != DEFAULT_S3_TIMEOUT_S),
         ]
         return [name for name, on in given if on]
 

@@ -163,14 +163,17 @@ class Job:
 
     def released(self) -> Job | None:
         """This job once its gate opened (its ``until_ns`` absolute, the schedule from the
-        start), or None when the phase was stopped before it started; ungated: itself."""
+        start, the time limit's end known), or None when the phase was stopped before it
+        started; ungated: itself."""
         if self.gate is None:
             return self
         until = self.gate.until(self.until_ns)
         if until is None:
             return None
-        start = int(self.gate.word[2])
-        return dataclasses.replace(self, until_ns=until, gate=None, schedule_start_ns=start)
+        deadline, start = int(self.gate.word[1]), int(self.gate.word[2])
+        return dataclasses.replace(
+            self, until_ns=until, deadline_ns=deadline, gate=None, schedule_start_ns=start
+        )
 
     async def released_async(self) -> Job | None:
         """:meth:`released` for an engine that runs on the event loop (:class:`AsyncEngine`):

@@ -30,6 +30,9 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     3, extended without a bump — meta.config.timelimit_ns is also set by a fractional
         --timelimit (timelimit_s then holds it rounded up); meta.notes may end with notes
         on how phases ended (a --rand phase that did its --randamount before --timelimit).
+    3, extended without a bump — meta.config.s3timeout_s (--s3timeout; optional), and the
+        fields an S3 request's error always carried (error.endpoint, .bucket, .key,
+        .status, .code), now described.
 """
 
 from __future__ import annotations

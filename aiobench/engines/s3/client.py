@@ -5,8 +5,10 @@ Only what the benchmark needs, each call one request: buckets (create, delete), 
 (ListObjectsV2, a page at a time) and batched DeleteObjects. Requests go unsigned-payload,
 without checksums or ``Expect: 100-continue``; PUT bodies are sent from the caller's
 memoryview with an explicit Content-Length, GET bodies are copied into the caller's reused
-buffer. Connections are pooled, at most ``max_connections``; a connect that does not
-complete in ``connect_timeout_s`` and a read that stalls ``read_timeout_s`` fail.
+buffer. Connections are pooled, at most ``max_connections``. Each request is watched
+(:mod:`~aiobench.engines.s3.deadline`): one that neither ends nor moves enough of
+its bytes for ``timeout_s`` (``--s3timeout``) fails, however it got stuck (connecting,
+waiting for an answer, sending or receiving a body).
 
 Every failure is an :class:`~aiobench.errors.S3Error` naming the endpoint, bucket/key (and
 offset of a ranged GET), the HTTP status and S3 error code, or why no answer came
@@ -24,6 +26,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Protocol
 from xml.sax.saxutils import escape
 
 import aiohttp
@@ -32,15 +35,12 @@ from aiohttp.payload import Payload
 from multidict import CIMultiDictProxy
 from yarl import URL
 
+from aiobench.config import DEFAULT_S3_TIMEOUT_S
+from aiobench.engines.s3.deadline import Stalled, Watches
 from aiobench.engines.s3.layout import BucketAddress, Credentials, Endpoint, bucket_address
 from aiobench.engines.s3.sigv4 import Signer, canonical_query, encode_path
 from aiobench.errors import S3Error
 
-# A connect to a loopback or LAN endpoint takes well under a millisecond; one that takes
-# seconds is a host that is down or filtered, and the run should say so instead of hanging.
-DEFAULT_CONNECT_TIMEOUT_S = 5.0
-# A read that stalls this long (no byte at all) is a server that stopped answering.
-DEFAULT_READ_TIMEOUT_S = 60.0
 # Large PUT bodies are handed to the transport in slices of this size, each awaited, so a
 # 64 MiB body neither blocks the loop nor is copied whole into the transport's buffer.
 _WRITE_SLICE_BYTES = 1 << 20
@@ -60,8 +60,19 @@ class ListPage:
     next_token: str | None
 
 
+class _Transport(Protocol):
+    """What a body needs of its connection's transport (asyncio's and uvloop's have it,
+    but no common base class)."""
+
+    def get_write_buffer_size(self) -> int: ...
+
+    def abort(self) -> None: ...
+
+
 class _BufferPayload(Payload):
-    """A request body sent from the caller's memoryview without copying it first."""
+    """A request body sent from the caller's memoryview without copying it first;
+    :meth:`sent` tells the request's watch how far it got, :meth:`abandon` drops what a
+    request that failed or was cancelled left unsent."""
 
     _value: memoryview
 
@@ -69,6 +80,22 @@ class _BufferPayload(Payload):
         view = value.cast("B") if value.format != "B" or value.ndim != 1 else value
         super().__init__(view, content_type="application/octet-stream")
         self._size = view.nbytes
+        self._handed = 0  # bytes handed to the transport
+        self._transport: _Transport | None = None
+
+    def sent(self) -> int:
+        """Body bytes handed to the transport and gone from its buffer (to the kernel)."""
+        if self._transport is None:
+            return self._handed
+        return max(self._handed - self._transport.get_write_buffer_size(), 0)
+
+    def abandon(self) -> None:
+        """The request will not complete: a transport still holding some of the body is
+        aborted. Closed the usual way it would wait to send it first, and a peer that
+        reads nothing more would keep it (and the session's close) waiting forever."""
+        transport = self._transport
+        if transport is not None and transport.get_write_buffer_size():
+            transport.abort()
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
         return bytes(self._value).decode(encoding, errors)
@@ -83,8 +110,11 @@ class _BufferPayload(Payload):
         self, writer: AbstractStreamWriter, content_length: int | None
     ) -> None:
         view = self._value if content_length is None else self._value[:content_length]
+        self._transport = getattr(writer, "transport", None)
         for start in range(0, view.nbytes, _WRITE_SLICE_BYTES):
-            await writer.write(view[start : start + _WRITE_SLICE_BYTES])
+            piece = view[start : start + _WRITE_SLICE_BYTES]
+            self._handed += piece.nbytes
+            await writer.write(piece)
 
 
 def _local(tag: str) -> str:
@@ -114,8 +144,7 @@ class S3Client:
         *,
         virtual_host: bool = False,
         max_connections: int = 16,
-        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        timeout_s: float = DEFAULT_S3_TIMEOUT_S,
     ) -> None:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1 (got {max_connections})")
@@ -134,11 +163,8 @@ class S3Client:
             for s in (credentials.session_token, credentials.secret_key, credentials.access_key)
             if len(s) >= 4
         )
-        self._timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
-        )
-        self._connect_timeout_s = connect_timeout_s
-        self._read_timeout_s = read_timeout_s
+        # Each request is watched for stalls (aiohttp's read timeout lets a dribble pass).
+        self.watches = Watches(timeout_s)
         self._session: aiohttp.ClientSession | None = None
         self._addresses: dict[str, BucketAddress] = {}
         self._date_second = -1
@@ -151,7 +177,7 @@ class S3Client:
         connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0)
         self._session = aiohttp.ClientSession(
             connector=connector,
-            timeout=self._timeout,
+            timeout=aiohttp.ClientTimeout(total=None),
             auto_decompress=False,
             skip_auto_headers=("User-Agent", "Accept-Encoding"),
             # Raw bodies only: no cookie handling, no redirects (an S3 redirect is an error
@@ -172,6 +198,7 @@ class S3Client:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+        self.watches.close()
 
     # -- buckets ---------------------------------------------------------------------------
 
@@ -183,32 +210,34 @@ class S3Client:
                 "<CreateBucketConfiguration><LocationConstraint>"
                 f"{escape(self.region)}</LocationConstraint></CreateBucketConfiguration>"
             ).encode()
-        status, _, data = await self._call("PUT", bucket, "", body=body, ok=(200, 409))
+        status, _, data = await self._call(
+            "CreateBucket", "PUT", bucket, "", body=body, ok=(200, 409)
+        )
         if status == 409:
             code, message = self._error_fields(data)
             if code != "BucketAlreadyOwnedByYou":
                 raise self._error(bucket, "", None, status, code, message or "conflict")
 
     async def delete_bucket(self, bucket: str) -> None:
-        await self._call("DELETE", bucket, "", ok=(204, 200))
+        await self._call("DeleteBucket", "DELETE", bucket, "", ok=(204, 200))
 
     # -- objects ---------------------------------------------------------------------------
 
     async def put_object(self, bucket: str, key: str, body: memoryview) -> str:
         """PUT ``body`` as the object; returns its ETag."""
-        _, headers, _ = await self._call("PUT", bucket, key, body=body)
+        _, headers, _ = await self._call("PutObject", "PUT", bucket, key, body=body)
         return headers.get("ETag", "")
 
     async def head_object(self, bucket: str, key: str) -> int:
         """The object's size in bytes (HEAD)."""
-        _, headers, _ = await self._call("HEAD", bucket, key)
+        _, headers, _ = await self._call("HeadObject", "HEAD", bucket, key)
         try:
             return int(headers["Content-Length"])
         except (KeyError, ValueError):
             raise self._error(bucket, key, None, 200, "", "HEAD without a Content-Length") from None
 
     async def delete_object(self, bucket: str, key: str) -> None:
-        await self._call("DELETE", bucket, key, ok=(204, 200))
+        await self._call("DeleteObject", "DELETE", bucket, key, ok=(204, 200))
 
     async def get_range(
         self, bucket: str, key: str, offset: int, into: memoryview
@@ -228,35 +257,39 @@ class S3Client:
         got = 0
         start = time.perf_counter_ns()
         ttfb = 0
+        watch = self.watches.request()
         try:
-            async with session.request("GET", url, headers=signed, allow_redirects=False) as resp:
-                if resp.status not in (200, 206):
-                    data = await resp.content.read(_MAX_ERROR_BODY_BYTES)
-                    code, message = self._error_fields(data)
-                    raise self._error(bucket, key, offset, resp.status, code, message, resp)
-                if resp.status == 200 and offset != 0:
-                    raise self._error(
-                        bucket, key, offset, 200, "", "the server ignored the Range header"
-                    )
-                content = resp.content
-                target = into.cast("B") if into.format != "B" or into.ndim != 1 else into
-                while True:
-                    chunk = await content.readany()
-                    if not chunk:
-                        break
-                    if not ttfb:
-                        ttfb = time.perf_counter_ns() - start
-                    end = got + len(chunk)
-                    if end > want:
+            with watch:
+                async with session.request(
+                    "GET", url, headers=signed, allow_redirects=False
+                ) as resp:
+                    if resp.status not in (200, 206):
+                        data = await resp.content.read(_MAX_ERROR_BODY_BYTES)
+                        code, message = self._error_fields(data)
+                        raise self._error(bucket, key, offset, resp.status, code, message, resp)
+                    if resp.status == 200 and offset != 0:
                         raise self._error(
-                            bucket, key, offset, resp.status, "", "more bytes than the range"
+                            bucket, key, offset, 200, "", "the server ignored the Range header"
                         )
-                    target[got:end] = chunk
-                    got = end
+                    content = resp.content
+                    target = into.cast("B") if into.format != "B" or into.ndim != 1 else into
+                    while True:
+                        chunk = await content.readany()
+                        if not chunk:
+                            break
+                        if not ttfb:
+                            ttfb = time.perf_counter_ns() - start
+                        end = got + len(chunk)
+                        if end > want:
+                            raise self._error(
+                                bucket, key, offset, resp.status, "", "more bytes than the range"
+                            )
+                        target[got:end] = chunk
+                        got = watch.received = end
         except aiohttp.ClientError as exc:
             raise self._transport_error(exc, bucket, key, offset, got) from None
-        except TimeoutError:
-            raise self._timeout_error(bucket, key, offset) from None
+        except Stalled as exc:
+            raise self._stalled("GetObject", exc, bucket, key, offset) from None
         if not ttfb:
             ttfb = time.perf_counter_ns() - start
         return got, ttfb
@@ -265,7 +298,9 @@ class S3Client:
 
     async def create_multipart_upload(self, bucket: str, key: str) -> str:
         """Start a multipart upload; returns its upload id."""
-        _, _, data = await self._call("POST", bucket, key, query=[("uploads", "")])
+        _, _, data = await self._call(
+            "CreateMultipartUpload", "POST", bucket, key, query=[("uploads", "")]
+        )
         upload_id = _child_text(self._parse(data, bucket, key), "UploadId")
         if not upload_id:
             raise self._error(bucket, key, None, 200, "", "no UploadId in the answer")
@@ -276,7 +311,7 @@ class S3Client:
     ) -> str:
         """Upload part ``part_number`` (1-based); returns its ETag, for completing."""
         query = [("partNumber", str(part_number)), ("uploadId", upload_id)]
-        _, headers, _ = await self._call("PUT", bucket, key, query=query, body=body)
+        _, headers, _ = await self._call("UploadPart", "PUT", bucket, key, query=query, body=body)
         etag = headers.get("ETag", "")
         if not etag:
             raise self._error(bucket, key, None, 200, "", f"no ETag for part {part_number}")
@@ -292,7 +327,12 @@ class S3Client:
         )
         body = f"<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>".encode()
         _, _, data = await self._call(
-            "POST", bucket, key, query=[("uploadId", upload_id)], body=body
+            "CompleteMultipartUpload",
+            "POST",
+            bucket,
+            key,
+            query=[("uploadId", upload_id)],
+            body=body,
         )
         # S3 may answer 200 and still fail the completion, in the body.
         root = self._parse(data, bucket, key)
@@ -301,7 +341,14 @@ class S3Client:
             raise self._error(bucket, key, None, 200, code, _child_text(root, "Message"))
 
     async def abort_multipart_upload(self, bucket: str, key: str, upload_id: str) -> None:
-        await self._call("DELETE", bucket, key, query=[("uploadId", upload_id)], ok=(204, 200))
+        await self._call(
+            "AbortMultipartUpload",
+            "DELETE",
+            bucket,
+            key,
+            query=[("uploadId", upload_id)],
+            ok=(204, 200),
+        )
 
     # -- listing and batched deletes -------------------------------------------------------
 
@@ -314,7 +361,7 @@ class S3Client:
             query.append(("prefix", prefix))
         if token:
             query.append(("continuation-token", token))
-        _, _, data = await self._call("GET", bucket, "", query=query)
+        _, _, data = await self._call("ListObjectsV2", "GET", bucket, "", query=query)
         root = self._parse(data, bucket, "")
         keys: list[str] = []
         sizes: list[int] = []
@@ -345,7 +392,13 @@ class S3Client:
         # S3 server takes.
         md5 = base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
         _, _, data = await self._call(
-            "POST", bucket, "", query=[("delete", "")], body=body, headers={"Content-MD5": md5}
+            "DeleteObjects",
+            "POST",
+            bucket,
+            "",
+            query=[("delete", "")],
+            body=body,
+            headers={"Content-MD5": md5},
         )
         root = self._parse(data, bucket, "")
         for child in root:
@@ -395,6 +448,7 @@ class S3Client:
 
     async def _call(
         self,
+        operation: str,
         method: str,
         bucket: str,
         key: str,
@@ -404,7 +458,8 @@ class S3Client:
         headers: dict[str, str] | None = None,
         ok: tuple[int, ...] = (200,),
     ) -> tuple[int, CIMultiDictProxy[str], bytes]:
-        """One request whose answer is read whole: (status, headers, body)."""
+        """One request whose answer is read whole: (status, headers, body); ``operation`` is
+        its name in S3's API, for messages."""
         session = self._live_session()
         sent = {} if headers is None else dict(headers)
         payload: _BufferPayload | None = None
@@ -416,19 +471,33 @@ class S3Client:
         url, signed = self._prepare(
             method, bucket, key, canonical_query(query) if query else "", sent
         )
+        watch = self.watches.request()
+        if payload is not None:
+            watch.sending = payload.sent
+        done = False
         try:
-            async with session.request(
-                method, url, headers=signed, data=payload, allow_redirects=False
-            ) as resp:
-                if resp.status not in ok:
-                    data = await resp.content.read(_MAX_ERROR_BODY_BYTES)
-                    code, message = self._error_fields(data)
-                    raise self._error(bucket, key, None, resp.status, code, message, resp)
-                return resp.status, resp.headers, await resp.read()
+            with watch:
+                async with session.request(
+                    method, url, headers=signed, data=payload, allow_redirects=False
+                ) as resp:
+                    if resp.status not in ok:
+                        data = await resp.content.read(_MAX_ERROR_BODY_BYTES)
+                        code, message = self._error_fields(data)
+                        raise self._error(bucket, key, None, resp.status, code, message, resp)
+                    # Read chunk by chunk (as resp.read() does), each counted for the watch.
+                    chunks: list[bytes] = []
+                    while chunk := await resp.content.readany():
+                        chunks.append(chunk)
+                        watch.received += len(chunk)
+                    done = True
+                    return resp.status, resp.headers, b"".join(chunks)
         except aiohttp.ClientError as exc:
             raise self._transport_error(exc, bucket, key, None, None) from None
-        except TimeoutError:
-            raise self._timeout_error(bucket, key, None) from None
+        except Stalled as exc:
+            raise self._stalled(operation, exc, bucket, key, None) from None
+        finally:
+            if payload is not None and not done:
+                payload.abandon()  # (failed, stalled, or cut off by the time limit)
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -502,8 +571,6 @@ class S3Client:
             reason = f"the connection broke in the response body{after}"
         elif isinstance(exc, aiohttp.ClientResponseError):  # the answer could not be parsed
             reason = f"a malformed answer: {' '.join(str(exc.message).split())}"
-        elif isinstance(exc, aiohttp.ServerTimeoutError):
-            return self._timeout_error(bucket, key, offset, exc)
         elif isinstance(exc, aiohttp.ClientOSError):
             err = exc.errno or 0
             reason = f"connection failed: {exc.strerror or exc}"
@@ -518,23 +585,15 @@ class S3Client:
             reason=self._clean(reason),
         )
 
-    def _timeout_error(
-        self, bucket: str, key: str, offset: int | None, exc: BaseException | None = None
+    def _stalled(
+        self, operation: str, exc: Stalled, bucket: str, key: str, offset: int | None
     ) -> S3Error:
-        if isinstance(exc, aiohttp.ConnectionTimeoutError):
-            reason = f"no connection within the connect timeout of {self._connect_timeout_s:g} s"
-        elif isinstance(exc, aiohttp.SocketTimeoutError):
-            reason = f"no data within the read timeout of {self._read_timeout_s:g} s"
-        else:
-            reason = (
-                f"no answer (connect timeout {self._connect_timeout_s:g} s, "
-                f"read timeout {self._read_timeout_s:g} s)"
-            )
+        """A request the watch gave up on (see :class:`Watch`)."""
         return S3Error(
             endpoint=self.endpoint.url,
             bucket=bucket,
             key=key,
             offset=offset,
             errno=errno_mod.ETIMEDOUT,
-            reason=reason,
+            reason=exc.reason(operation),
         )

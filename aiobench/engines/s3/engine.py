@@ -9,7 +9,9 @@ bytes). Objects larger than ``-b`` are uploaded in parts of ``-b``. With ``--ver
 each object holds the pattern of :mod:`aiobench.engines.verify` (its offsets those within the
 object), and every GET body is checked against it. The requests are
 :class:`~aiobench.engines.s3.client.S3Client`'s, one client per endpoint, used by the thread ranks
-round-robin.
+round-robin. A run's requests end at the phase's time limit, those still in flight then
+cancelled (:func:`~aiobench.engines.s3.deadline.phase_cap`); each request's own timeout
+(``--s3timeout``) is the client's.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 from aiobench.config import validate
 from aiobench.engines.base import IoOptions, Job, ListRecord, RawBatch
 from aiobench.engines.s3.client import S3Client
+from aiobench.engines.s3.deadline import phase_cap
 from aiobench.engines.s3.layout import (
     BucketPath,
     Endpoint,
@@ -86,9 +89,11 @@ class S3Targets(Targets):
         self.multidel = multidel  # --s3multidel: keys per DeleteObjects request
         self._clients: dict[Endpoint, S3Client] = {}
         # LISTOBJ and MULTIDEL: one listing of a bucket at a time (a thread's slots share
-        # its buckets), and where LISTOBJ's listing of each got to.
+        # its buckets), where LISTOBJ's listing of each got to, and how many of its pages
+        # in a row brought nothing new (see _Requests._list_page).
         self._locks: dict[int, asyncio.Lock] = {}
         self.tokens: dict[int, str | None] = {}
+        self.idle_pages: dict[int, int] = {}
 
     def lock(self, bucket: int) -> asyncio.Lock:
         """The lock of PATH ``bucket``'s listing (made on the event loop)."""
@@ -109,6 +114,7 @@ class S3Targets(Targets):
                 self._access.region,
                 virtual_host=self._access.virtual_host,
                 max_connections=self._max_connections,
+                timeout_s=self._access.timeout_s,
             )
             await client.__aenter__()  # (does not wait: no other slot gets in between)
             self._clients[endpoint] = client
@@ -249,38 +255,27 @@ class S3Engine:
         targets = _targets(released)
         requests = _Requests(released, run, await targets.client(run.rank))
         stopped = released.stop.is_set if released.stop is not None else (lambda: False)
-        record, index = requests.record, run.path_index
         try:
-            if released.kind in (LISTOBJ, MULTIDEL):
-                await requests.whole_buckets(targets, stopped)
-                return requests.batch()
-            for k in range(len(run)):
-                due = requests.due(k, 0)
-                if due > released.until_ns:  # --limit...: not before this run's end
-                    await _sleep_until(released.until_ns)
-                    break  # (the rest waits for the slot's next run)
-                if due:
-                    await _sleep_until(due)
-                bucket = targets.buckets[index if isinstance(index, int) else index[k]]
-                record.starts.append(perf_counter_ns())
-                if released.kind in (MKDIRS, RMDIRS):
-                    await requests.bucket(bucket.bucket)
+            # At the time limit the requests in flight are cut off: not counted, no error.
+            with phase_cap(released.deadline_ns):
+                if released.kind in (LISTOBJ, MULTIDEL):
+                    await requests.whole_buckets(targets, stopped)
                 else:
-                    await requests.object(
-                        k, bucket.bucket, bucket.key(run.name(k), targets.objprefix)
-                    )
-                record.ends.append(end := perf_counter_ns())
-                if due:
-                    record.intended.append(due)
-                if end > released.until_ns or stopped():
-                    break
+                    await requests.entries(targets, stopped)
         except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
-            record.error = exc
+            requests.record.error = exc
         return requests.batch()
 
 
+# How long an upload the time limit cut off may take to be aborted (a round trip, after
+# the phase's end: its time is not the phase's).
+ABORT_GRACE_S = 2.0
 # The most keys one ListObjectsV2 page holds.
 MAX_LIST_KEYS = 1000
+# A listing whose pages say "more to come" (IsTruncated) yet bring no key, or hand back the
+# token they were asked with, this many times in a row is going nowhere: an error, not an
+# endless loop. (S3 may answer a page or two without keys, skipping deleted ones.)
+MAX_IDLE_PAGES = 3
 
 
 def _too_few(path: BucketPath, what: str) -> BenchIOError:
@@ -334,6 +329,29 @@ class _Requests:
             batch.first_bytes = np.array(self.first_bytes[:done], dtype=np.int64)
         return batch
 
+    async def entries(self, targets: S3Targets, stopped: Callable[[], bool]) -> None:
+        """The run's entries (buckets or objects) one after the other, each timed; the run
+        ends at its budget's end or a stop."""
+        job, run, record, index = self.job, self.run, self.record, self.run.path_index
+        for k in range(len(run)):
+            due = self.due(k, 0)
+            if due > job.until_ns:  # --limit...: not before this run's end
+                await _sleep_until(job.until_ns)
+                return  # (the rest waits for the slot's next run)
+            if due:
+                await _sleep_until(due)
+            bucket = targets.buckets[index if isinstance(index, int) else index[k]]
+            record.starts.append(perf_counter_ns())
+            if job.kind in (MKDIRS, RMDIRS):
+                await self.bucket(bucket.bucket)
+            else:
+                await self.object(k, bucket.bucket, bucket.key(run.name(k), targets.objprefix))
+            record.ends.append(end := perf_counter_ns())
+            if due:
+                record.intended.append(due)
+            if end > job.until_ns or stopped():
+                return
+
     async def whole_buckets(self, targets: S3Targets, stopped: Callable[[], bool]) -> None:
         """LISTOBJ and MULTIDEL: the run's entries (objects, by bucket), a page or a batch
         at a time, each entry ending with the requests that listed or deleted it; a run
@@ -362,20 +380,36 @@ class _Requests:
         async with targets.lock(index):
             want = min(want, MAX_LIST_KEYS)
             start = perf_counter_ns()
+            token = targets.tokens.get(index)
             page = await self._timed(
                 self.client.list_objects(
-                    path.bucket,
-                    path.list_prefix(targets.objprefix),
-                    max_keys=want,
-                    token=targets.tokens.get(index),
+                    path.bucket, path.list_prefix(targets.objprefix), max_keys=want, token=token
                 )
             )
             got = min(len(page.keys), want)
             if got < want and page.next_token is None:
                 raise _too_few(path, "the listing ended early")
+            idle = page.next_token is not None and (not got or page.next_token == token)
+            targets.idle_pages[index] = idle_pages = (
+                targets.idle_pages.get(index, 0) + 1 if idle else 0
+            )
+            if idle_pages >= MAX_IDLE_PAGES:
+                raise self._listing_stuck(path, idle_pages, page.next_token == token)
             targets.tokens[index] = page.next_token
             self._entries(got, start)
         return got
+
+    def _listing_stuck(self, path: BucketPath, pages: int, same_token: bool) -> S3Error:
+        """LISTOBJ's error for PATH ``path`` after ``pages`` idle pages (the last one
+        handing back its own token if ``same_token``, else bringing no key)."""
+        did = "handed back the token they were asked with" if same_token else "brought no keys"
+        return S3Error(
+            endpoint=self.client.endpoint.url,
+            bucket=path.bucket,
+            status=200,
+            reason=f"the listing makes no progress: {pages} ListObjectsV2 pages in a row "
+            f"said more is to come (IsTruncated) and {did}",
+        )
 
     async def _delete_batch(self, targets: S3Targets, index: int, want: int) -> int:
         """List up to ``want`` (at most --s3multidel) of PATH ``index``'s objects, and
@@ -508,6 +542,9 @@ class _Requests:
             )
             await client.complete_multipart_upload(bucket, key, upload, etags)
         except BaseException:
-            with contextlib.suppress(S3Error):  # the first error is the one to report
-                await client.abort_multipart_upload(bucket, key, upload)
+            # The parts would stay on the server: aborted, also when the time limit cut the
+            # upload off (shielded from that, for a moment).
+            with anyio.move_on_after(ABORT_GRACE_S, shield=True):
+                with contextlib.suppress(S3Error):  # the first error is the one to report
+                    await client.abort_multipart_upload(bucket, key, upload)
             raise

@@ -276,6 +276,7 @@ class S3Access:
     credentials: Credentials
     region: str
     virtual_host: bool
+    timeout_s: int  # --s3timeout: see aiobench.engines.s3.deadline
 
 
 def parse_access(cfg: BenchConfig, env: Mapping[str, str]) -> S3Access:
@@ -290,6 +291,7 @@ def parse_access(cfg: BenchConfig, env: Mapping[str, str]) -> S3Access:
         credentials=parse_credentials(cfg.s3key, cfg.s3secret, env),
         region=parse_region(cfg.s3region),
         virtual_host=cfg.s3virtaddr,
+        timeout_s=cfg.s3timeout_s,
     )
 
 

@@ -293,6 +293,8 @@ def test_a_dead_endpoint_fails_fast_with_a_clean_error(
         (["--s3endpoints", "http://h,http://10.1.2.3:9000", "--s3key", "k", "--s3secret", "s",
           "--s3virtaddr"],
          "Error: --s3virtaddr: the endpoint http://10.1.2.3:9000 is an IP address"),
+        (["--s3endpoints", "http://h", "--s3key", "k", "--s3secret", "s", "--s3timeout", "0"],
+         "Error: --s3timeout: must be at least 1 (got 0)"),
     ],
 )  # fmt: skip
 def test_what_can_be_checked_before_the_run_is_a_usage_error(
@@ -408,10 +410,11 @@ def test_virtual_host_addressing_puts_the_bucket_in_the_host_name(
     assert listing(s3_server, bucket) is None
 
 
-def test_s3_options_need_s3_paths(run_cli: RunCli, tmp_path: Path) -> None:
-    proc = run_cli("-w", "-s", "4k", "--s3endpoints", "http://h", str(tmp_path / "f"))
+@pytest.mark.parametrize("option", [["--s3endpoints", "http://h"], ["--s3timeout", "5"]])
+def test_s3_options_need_s3_paths(run_cli: RunCli, tmp_path: Path, option: list[str]) -> None:
+    proc = run_cli("-w", "-s", "4k", *option, str(tmp_path / "f"))
     assert proc.returncode == 2
-    assert proc.stderr == "Error: --s3endpoints: only applies to object storage (s3:// PATHs)\n"
+    assert proc.stderr == f"Error: {option[0]}: only applies to object storage (s3:// PATHs)\n"
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,5 +1,6 @@
 """The S3 client against misbehaving servers: small asyncio servers on loopback sockets that
-answer 5xx, break the connection mid-body, never answer, or echo credentials back."""
+answer 5xx, break the connection mid-body, never answer, dribble a body, never read one,
+or echo credentials back."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import anyio
 import pytest
 
 from aiobench.engines.s3.client import S3Client
+from aiobench.engines.s3.deadline import MIN_PROGRESS_BYTES
 from aiobench.engines.s3.layout import Credentials, parse_endpoint
 from aiobench.errors import S3Error
 
@@ -43,14 +46,8 @@ async def fake_server(reply: Reply) -> AsyncIterator[str]:
         await server.wait_closed()
 
 
-def _client(url: str, read_timeout_s: float = 60.0, connect_timeout_s: float = 5.0) -> S3Client:
-    return S3Client(
-        parse_endpoint(url),
-        Credentials(KEY, SECRET),
-        "us-east-1",
-        read_timeout_s=read_timeout_s,
-        connect_timeout_s=connect_timeout_s,
-    )
+def _client(url: str, timeout_s: float = 30.0) -> S3Client:
+    return S3Client(parse_endpoint(url), Credentials(KEY, SECRET), "us-east-1", timeout_s=timeout_s)
 
 
 def _response(status: str, body: bytes, length: int | None = None) -> bytes:
@@ -105,12 +102,91 @@ async def test_server_that_never_answers_times_out() -> None:
         await asyncio.sleep(3600)
 
     start = time.monotonic()
-    async with fake_server(reply) as url, _client(url, read_timeout_s=0.5) as client:
+    async with fake_server(reply) as url, _client(url, timeout_s=0.5) as client:
         with pytest.raises(S3Error) as info:
             await client.get_range("bench", "obj", 0, memoryview(bytearray(16)))
     assert time.monotonic() - start < 30  # a guard against hanging, not a speed check
-    assert "ETIMEDOUT" in str(info.value)
-    assert "no data within the read timeout of 0.5 s" in str(info.value)
+    assert str(info.value) == (
+        f"s3://bench/obj at {url}: offset 0: ETIMEDOUT (GetObject: no answer within "
+        "--s3timeout (0.5 s))"
+    )
+
+
+async def test_a_dribbled_body_is_a_stall() -> None:
+    """Bytes keep coming, a few a second: never idle, and yet no transfer."""
+
+    async def reply(head: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 206 Partial Content\r\nContent-Length: 4096\r\n\r\n")
+        for _ in range(4096):
+            writer.write(b"x")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+    start = time.monotonic()
+    async with fake_server(reply) as url, _client(url, timeout_s=0.5) as client:
+        with pytest.raises(S3Error) as info:
+            await client.get_range("bench", "obj", 0, memoryview(bytearray(4096)))
+    assert time.monotonic() - start < 30  # a guard against hanging, not a speed check
+    message = str(info.value)
+    assert message.startswith(f"s3://bench/obj at {url}: offset 0: ETIMEDOUT (GetObject stalled")
+    assert "less than 64 KiB sent or received in --s3timeout (0.5 s))" in message
+
+
+async def test_a_body_the_server_never_reads_is_a_stall() -> None:
+    """A PUT larger than the socket buffers to a server that reads only its head."""
+    heads: list[bytes] = []
+
+    async def reply(head: bytes, writer: asyncio.StreamWriter) -> None:
+        heads.append(head)
+        await asyncio.sleep(3600)
+
+    body = memoryview(bytearray(32 << 20))
+    async with fake_server(reply) as url, _client(url, timeout_s=0.5) as client:
+        with pytest.raises(S3Error) as info:
+            await client.put_object("bench", "big", body)
+    assert len(heads) == 1
+    message = str(info.value)
+    assert message.startswith(f"s3://bench/big at {url}: ETIMEDOUT (PutObject stalled after ")
+    assert "nothing sent or received in --s3timeout (0.5 s))" in message
+    sent = int(message.split("stalled after ")[1].split(" bytes")[0])
+    assert 0 < sent < body.nbytes  # what the kernel took, not what the transport holds
+
+
+async def test_a_slow_transfer_that_keeps_moving_is_no_stall() -> None:
+    """A body that takes several windows, each bringing more than the least: it ends."""
+    chunk = MIN_PROGRESS_BYTES * 2
+    pieces = 4
+
+    async def reply(head: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(
+            f"HTTP/1.1 206 Partial Content\r\nContent-Length: {chunk * pieces}\r\n\r\n".encode()
+        )
+        for _ in range(pieces):
+            await asyncio.sleep(0.3)
+            writer.write(b"y" * chunk)
+            await writer.drain()
+
+    into = memoryview(bytearray(chunk * pieces))
+    async with fake_server(reply) as url, _client(url, timeout_s=0.5) as client:
+        got, _ = await client.get_range("bench", "obj", 0, into)
+    assert got == chunk * pieces and bytes(into[-1:]) == b"y"
+
+
+async def test_a_cancellation_from_outside_is_not_a_stall() -> None:
+    """The phase's time limit cancels a request the watch also waits on: the cancellation
+    goes through, no error."""
+
+    async def reply(head: bytes, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(3600)
+
+    async with fake_server(reply) as url, _client(url, timeout_s=1) as client:
+        with anyio.move_on_after(0.3) as scope:
+            await client.get_range("bench", "obj", 0, memoryview(bytearray(16)))
+        assert scope.cancelled_caught
+        assert not client.watches.active
+        # The client is still usable afterwards, and its next request watched anew.
+        with pytest.raises(S3Error, match=r"HeadObject: no answer within --s3timeout \(1 s\)"):
+            await client.head_object("bench", "obj")
 
 
 async def test_credentials_a_server_echoes_are_cut_out() -> None:
@@ -185,10 +261,11 @@ async def test_endpoint_that_takes_no_connection_times_out() -> None:
         first.connect(listener.getsockname())  # fills the queue (never accepted)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         start = time.monotonic()
-        async with _client(url, connect_timeout_s=0.5) as client:
+        async with _client(url, timeout_s=0.5) as client:
             with pytest.raises(S3Error) as info:
                 await client.head_object("bench", "k")
     assert time.monotonic() - start < 30  # a guard against hanging, not a speed check
     assert info.value.status is None
-    assert "ETIMEDOUT" in str(info.value)
-    assert "no connection within the connect timeout of 0.5 s" in str(info.value)
+    assert str(info.value) == (
+        f"s3://bench/k at {url}: ETIMEDOUT (HeadObject: no answer within --s3timeout (0.5 s))"
+    )

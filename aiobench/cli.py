@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from aiobench.plan.targets import Resolved
     from aiobench.render.outputs import Outputs
     from aiobench.results.model import RunResult
+    from aiobench.results.saved import SavedCheck
     from aiobench.run.coordinator import Coordinator
 
 # Below this block size a second thread in the same interpreter waits for its lock often
@@ -342,18 +343,35 @@ def show(run: str, **asked: Any) -> int:
     """Print the result table of a saved run again, as the run printed it (the flags add
     rows)."""
     from aiobench.render.table import TableOptions, render_table
-    from aiobench.results.saved import load_run
+    from aiobench.results.saved import SavedCheck, load_shown
 
     # An option given replaces the run's value (a flag can only add its rows).
-    given: dict[str, Any] = {
-        field: opt.value(asked[opt.name])
-        for field, opt in table_options(BenchConfig)
-        if asked[opt.name] is not None
-    }
-    result = load_run(run)
+    options = [(f, opt) for f, opt in table_options(BenchConfig) if asked[opt.name] is not None]
+    given: dict[str, Any] = {field: opt.value(asked[opt.name]) for field, opt in options}
+    result = load_shown(run)
+    if isinstance(result, SavedCheck):
+        return _show_check(run, result, [opt.flags[0] for _, opt in options])
     config = result.meta.get("config")
     saved = TableOptions.from_config(config if isinstance(config, dict) else {"lat": False})
     _print_out(render_table(result.phases, dataclasses.replace(saved, **given)))
+    return 0
+
+
+def _show_check(path: str, saved: SavedCheck, flags: list[str]) -> int:
+    """``show`` of a check document: the check's table, notes and warnings, as it printed
+    them, and how it ended."""
+    from aiobench.check.render import render_check
+    from aiobench.check.saved import check_result
+
+    if flags:
+        raise ConfigError(f"{flags[0]}: {path} is a check document; its table has no such rows")
+    result = check_result(saved, path)
+    ending = []
+    if result.error is not None:
+        ending.append(f"The check ended on an error: {printable(str(result.error['message']))}")
+    if result.interrupted:
+        ending.append("The check was interrupted.")
+    _print_out(render_check(result) + "".join(line + "\n" for line in ending))
     return 0
 
 

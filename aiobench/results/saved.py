@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from aiobench.errors import ConfigError
 from aiobench.results.infile import read_regular_file
-from aiobench.results.model import SCHEMA_VERSION, Compared, RunResult, labelled_phases
+from aiobench.results.model import (
+    SCHEMA_VERSION,
+    Compared,
+    PhaseResult,
+    RunResult,
+    labelled_phases,
+)
 from aiobench.results.shape import ShapeBound
 from aiobench.results.tables import latency_from_json, run_from_json
 from aiobench.stats.recorders import LatencyRecorder
@@ -103,7 +110,7 @@ def load_document(path: str) -> dict[str, Any]:
     doc = _parse(path)
     if isinstance(doc, dict) and doc.get("kind") == CHECK_KIND:
         raise ConfigError(
-            f"{path}: a check document (aiobench check --json); only compare reads it"
+            f"{path}: a check document (aiobench check --json); only show and compare read it"
         )
     return _checked_run(doc, path)
 
@@ -190,21 +197,43 @@ def _run(doc: dict[str, Any], path: str) -> RunResult:
         raise ConfigError(f"{path}: not a complete aiobench result ({exc!r})") from None
 
 
-def load_compared(path: str) -> Compared:
-    """A run (``--json``) or check (``check --json``) document for ``compare``."""
+@dataclass(frozen=True, slots=True)
+class SavedCheck:
+    """A checked ``check --json`` document and its runs read back; each of its tests names
+    a phase that is there."""
+
+    doc: dict[str, Any]
+    runs: list[RunResult]
+
+    def phase_of(self, test: dict[str, Any]) -> PhaseResult:
+        return self.runs[int(test["run"])].phases[int(test["phase"])]
+
+
+def load_shown(path: str) -> RunResult | SavedCheck:
+    """A run (``--json``) or check (``check --json``) document, each checked and read back."""
     doc = _parse(path)
-    if not (isinstance(doc, dict) and doc.get("kind") == CHECK_KIND):
-        run = _run(_checked_run(doc, path), path)
-        return Compared(kind="run", meta=run.meta, phases=labelled_phases(run))
+    if isinstance(doc, dict) and doc.get("kind") == CHECK_KIND:
+        return _checked_check(doc, path)
+    return _run(_checked_run(doc, path), path)
+
+
+def _checked_check(doc: dict[str, Any], path: str) -> SavedCheck:
     _check_version(doc, path)
     _validate(doc, SCHEMA_VERSION, path, CHECK_KIND)
     for i, run_doc in enumerate(doc["runs"]):
         _check_histograms(run_doc, path, f"$.runs[{i}]")
     runs = [_run(run_doc, path) for run_doc in doc["runs"]]
-    phases = []
     for i, test in enumerate(doc["tests"]):
         run_index, phase_index = test["run"], test["phase"]
         if run_index >= len(runs) or phase_index >= len(runs[run_index].phases):
             raise ConfigError(f"{path}: $.tests[{i}]: no run {run_index} phase {phase_index}")
-        phases.append((str(test["label"]), runs[run_index].phases[phase_index]))
-    return Compared(kind=CHECK_KIND, meta=doc["meta"], phases=phases)
+    return SavedCheck(doc, runs)
+
+
+def load_compared(path: str) -> Compared:
+    """A run (``--json``) or check (``check --json``) document for ``compare``."""
+    shown = load_shown(path)
+    if isinstance(shown, RunResult):
+        return Compared(kind="run", meta=shown.meta, phases=labelled_phases(shown))
+    phases = [(str(test["label"]), shown.phase_of(test)) for test in shown.doc["tests"]]
+    return Compared(kind=CHECK_KIND, meta=shown.doc["meta"], phases=phases)

@@ -276,7 +276,7 @@ def _usage_error(capsys: pytest.CaptureFixture[str], args: list[str], needles: l
 
 
 @pytest.mark.root
-def test_a_check_and_a_run_are_not_compared_and_show_refuses_a_check(
+def test_a_check_and_a_run_are_not_compared(
     tmpfs_check: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "f").write_bytes(b"\0" * 65536)
@@ -286,8 +286,39 @@ def test_a_check_and_a_run_are_not_compared_and_show_refuses_a_check(
     _usage_error(
         capsys, ["compare", check, str(tmp_path / "r.json")], ["is a check document", "a run"]
     )
-    _usage_error(capsys, ["show", check], ["a check document"])
     _usage_error(capsys, ["compare", check, check, "--fail-below", "100"], ["--fail-below"])
+    plot = ["plot", check, "-o", str(tmp_path / "p.png")]
+    _usage_error(capsys, plot, ["a check document", "show and compare"])
+
+
+@pytest.mark.root
+def test_show_prints_a_saved_check_as_the_check_printed_it(
+    tmpfs_check: Doc, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check = str(tmpfs_check["json"])
+    code, out, err = call_main(capsys, "show", check)
+    assert (code, err) == (0, "")
+    assert out == tmpfs_check["proc"].stdout
+    assert "Note: tmpfs keeps files in memory" in out  # the notes and warnings come along
+    # A row flag of a run's table has nothing to add to a check's.
+    _usage_error(capsys, ["show", check, "--lat"], ["--lat", "check document"])
+
+
+@pytest.mark.root
+def test_show_of_a_check_that_ended_on_an_error_says_so(
+    tmpfs_check: Doc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = copy.deepcopy(tmpfs_check["doc"])
+    message = "DIR/test.dat: ENOENT (No such file or directory)"
+    doc["error"] = {"path": "DIR/test.dat", "offset": None, "errno": 2}
+    doc["error"] |= {"errno_name": "ENOENT", "message": message}
+    doc["interrupted"] = True
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    code, out, err = call_main(capsys, "show", str(path))
+    assert (code, err) == (0, "")
+    assert out.startswith(tmpfs_check["proc"].stdout.replace("No suspicious result.\n", ""))
+    assert out.endswith(f"The check ended on an error: {message}\nThe check was interrupted.\n")
 
 
 def test_usage_errors_name_dir_and_touch_nothing(

@@ -63,6 +63,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+# ``-n auto``: two workers per core. Most tests spend much of their time waiting for a child
+# (the CLI, mpirun, a mount): a run on one core keeps about half of a 2-core machine busy.
+# PYTEST_XDIST_AUTO_NUM_WORKERS still sets the number (xdist's own hook reads it).
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return 2 * len(os.sched_getaffinity(0))
+
+
 # In a parallel run (pytest-xdist's ``-n``), a test marked ``timing`` runs alone: its bounds
 # assume a machine not also busy with the other workers' tests (tests/alone.py). The lock's
 # files are in the run's base temporary dir, the parent of each worker's own.

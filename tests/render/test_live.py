@@ -228,6 +228,7 @@ def test_nolive_draws_nothing_on_a_terminal(tmp_path: Path, cached_file: Path) -
     assert_table_blocks(got.tty.replace("\r\n", "\n"), ["READ"])
 
 
+@pytest.mark.timing  # both phases within the 5 s time limit
 def test_pipe_gets_only_the_table(tmp_path: Path, cached_file: Path) -> None:
     out = tmp_path / "result.json"
     got = run_on_pty(

@@ -8,7 +8,7 @@ import contextlib
 import importlib
 import inspect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from aiobench.engines.base import Engine
 from aiobench.engines.python import PosixEngine
 from aiobench.results.schema import load_schema
+from tests.alone import Alone
 from tests.helpers import (
     Ext4Loop,
     FaultFs,
@@ -60,6 +61,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             source = ""
         if fixtures & _SLOW_FIXTURES or any(call in source for call in _SLOW_CALLS):
             item.add_marker(pytest.mark.slow)
+
+
+# ``-n auto``: two workers per core. Most tests spend much of their time waiting for a child
+# (the CLI, mpirun, a mount): a run on one core keeps about half of a 2-core machine busy.
+# PYTEST_XDIST_AUTO_NUM_WORKERS still sets the number (xdist's own hook reads it).
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return 2 * len(os.sched_getaffinity(0))
+
+
+# In a parallel run (pytest-xdist's ``-n``), a test marked ``timing`` runs alone: its bounds
+# assume a machine not also busy with the other workers' tests (tests/alone.py). The lock's
+# files are in the run's base temporary dir, the parent of each worker's own.
+_ALONE = pytest.StashKey[Alone | None]()
+
+
+def _alone(config: pytest.Config) -> Alone | None:
+    if _ALONE not in config.stash:
+        worker = hasattr(config, "workerinput")
+        config.stash[_ALONE] = Alone(Path(config.option.basetemp).parent) if worker else None
+    return config.stash[_ALONE]
+
+
+# tryfirst: outside pytest-timeout's wrapper, so that waiting for the lock is not timed.
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    lock = _alone(item.config)
+    if lock is None:
+        return (yield)
+    with lock.held(alone=item.get_closest_marker("timing") is not None):
+        return (yield)
 
 
 @pytest.fixture(params=["python", "native"])

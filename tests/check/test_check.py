@@ -179,6 +179,7 @@ def read_throttled(device: str, bytes_per_s: int) -> Iterator[Path]:
 
 
 @pytest.mark.root
+@pytest.mark.timing  # two checks' rates compared: other tests running at once add noise
 def test_check_on_an_ext4_loop_device_and_the_gate_on_it_throttled(
     ext4_loop: Ext4Loop, tmp_path: Path, validator: Draft202012Validator
 ) -> None:

@@ -37,6 +37,7 @@ from tests.helpers import (
     resolved_for,
     run,
     run_tool,
+    site_dirs,
 )
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"{native.build_error}")
@@ -639,10 +640,10 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(unpacked)
     # -S: no .pth files, so not the editable install of this tree (its finder would find
-    # the extension built here); site-packages only for numpy.
+    # the extension built here); this run's site-packages (a venv's: -S does not find them)
+    # only for numpy and typer.
     probe = (
-        f"import sys, sysconfig; sys.path[:0] = [{str(unpacked)!r}]; "
-        "sys.path += [sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']]; "
+        f"import sys; sys.path[:0] = [{str(unpacked)!r}]; sys.path += {site_dirs()!r}; "
         "import aiobench, aiobench.engines.native as n; "
         "print(aiobench.__file__); print(n.available()); print(n.build_error)"
     )

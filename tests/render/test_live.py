@@ -181,6 +181,7 @@ def assert_table_blocks(text: str, phases: list[str]) -> None:
 # On a terminal
 
 
+@pytest.mark.timing  # each phase lasts a few 50 ms intervals, and less than its time limit
 def test_live_line_updates_on_a_terminal_and_is_cleared_before_each_table_block(
     tmp_path: Path, cached_file: Path
 ) -> None:
@@ -228,6 +229,7 @@ def test_nolive_draws_nothing_on_a_terminal(tmp_path: Path, cached_file: Path) -
     assert_table_blocks(got.tty.replace("\r\n", "\n"), ["READ"])
 
 
+@pytest.mark.timing  # both phases within the 5 s time limit
 def test_pipe_gets_only_the_table(tmp_path: Path, cached_file: Path) -> None:
     out = tmp_path / "result.json"
     got = run_on_pty(
@@ -247,6 +249,7 @@ def test_pipe_gets_only_the_table(tmp_path: Path, cached_file: Path) -> None:
     assert_table_blocks(got.stdout, ["WRITE", "READ"])
 
 
+@pytest.mark.timing  # three 150 ms intervals in the 1 s phase
 def test_json_dash_keeps_stdout_pure_and_draws_the_line_on_stderr(
     tmp_path: Path, cached_file: Path
 ) -> None:

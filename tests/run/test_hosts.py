@@ -20,7 +20,7 @@ from aiobench.run.hosts import (
     parse_hosts,
     without_host_options,
 )
-from tests.helpers import RunCli
+from tests.helpers import RunCli, site_dirs
 
 HOST = socket.gethostname()
 LAUNCHER = find_launcher()
@@ -69,11 +69,14 @@ def test_the_launch_command_keeps_every_other_argument() -> None:
 
 def test_without_a_launcher_a_one_line_error(tmp_path: Path) -> None:
     # This interpreter through a symlink in a dir without mpirun, and a PATH without one.
+    # Through that symlink a venv's interpreter is its base one: PYTHONPATH hands it this
+    # run's site-packages.
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "python3").symlink_to(sys.executable)
     path = os.pathsep.join(d for d in ("/usr/bin", "/bin") if not os.path.exists(f"{d}/mpirun"))
-    env = dict(os.environ, PATH=path)
+    pythonpath = os.pathsep.join([os.environ["PYTHONPATH"], *site_dirs()])
+    env = dict(os.environ, PATH=path, PYTHONPATH=pythonpath)
     target = tmp_path / "f"
     proc = subprocess.run(
         [str(bindir / "python3"), "-m", "aiobench", "-w", "--hosts", "a,b", str(target)],

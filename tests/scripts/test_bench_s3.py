@@ -340,7 +340,10 @@ def test_reference_loop_keys_are_aiobench_names_dealt_to_its_coroutines() -> Non
 
 def test_bench_server_ports_are_not_the_tests_ports() -> None:
     ours = {p + o for p in PORTS.values() for o in (0, 10000)}
-    theirs = {p + o for p in ports(test_server.BASE_PORT).values() for o in (0, 10000)}
+    bases = test_server.port_bases()
+    assert bases.step > len(ports(0))  # a block holds a server's ports and its HTTPS one
+    theirs = {p + o for b in bases for p in ports(b).values() for o in (0, 10000)}
+    theirs |= {b + len(ports(0)) + o for b in bases for o in (0, 10000)}  # HTTPS
     assert not ours & theirs
     assert max(ours | theirs) < 32768  # below Linux's ephemeral ports
     argv = weed_argv("weed", "/root", "/root/s3.json")

@@ -486,8 +486,12 @@ USAGE_CASES = [
     pytest.param(("-d", "-n", "-1", "D"), ["-n/--dirs", "-1"], id="dirs-negative"),
     pytest.param(("-d", "-N", "-1", "D"), ["-N/--files", "-1"], id="files-negative"),
     pytest.param(("-d", "-w", "-N", "-5", "D"), ["-N/--files", "-5"], id="files-negative-write"),
-    pytest.param(("-d", "-n", "1k", "D"), ["'-n'", "--dirs"], id="dirs-size-suffix"),
-    pytest.param(("-d", "-N", "2k", "D"), ["'-N'", "--files"], id="files-size-suffix"),
+    pytest.param(
+        ("-d", "-n", "1k", "D"), ["-n/--dirs", "whole number", "'1k'"], id="dirs-size-suffix"
+    ),
+    pytest.param(
+        ("-d", "-N", "2k", "D"), ["-N/--files", "whole number", "'2k'"], id="files-size-suffix"
+    ),
     pytest.param(("-d", "D", "-n"), ["'-n'", "requires an argument"], id="dirs-no-value"),
     pytest.param(("-d", "-w", "-N", "0", "D"), ["-N/--files", "0"], id="files-zero-write"),
     pytest.param(("-N", "0", "-w", "D"), ["-N/--files", "0"], id="files-zero-write-no-d"),

@@ -39,8 +39,8 @@ def test_size_options_read_aiobench_sizes(text: str, expected: int) -> None:
         ("--size", "1000k", "--size: size must be a positive multiple of 1 MiB"),
         ("--size", "0", "--size: size must be a positive multiple of 1 MiB"),
         ("--seed2-size", "abc", "--seed2-size: invalid size 'abc'"),
-        # aiobench's -s grammar: no "iB" suffix, no space before the suffix
-        ("--size", "512MiB", "--size: invalid size '512MiB'"),
+        # aiobench's -s grammar: binary units (k or KiB, not KB), no space before them
+        ("--size", "512MB", "--size: invalid size '512MB'"),
         ("--size", "1 G", "--size: invalid size '1 G'"),
     ],
 )

@@ -23,6 +23,7 @@ from aiobench.results.model import (
     TargetTotals,
     target_report,
 )
+from aiobench.stats.client import CLIENT_BOUND_MIN_NS, CLIENT_BOUND_PCT
 from aiobench.stats.iterations import IterationSummary, summarize
 from aiobench.stats.recorders import LatencySummary
 from aiobench.text import printable
@@ -190,7 +191,8 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
     )
     if phase.rwmix_pct is not None:
         out += _rwmix_rows(phase, options)
-        return out + (slow_target_row(phase) if options.pertarget is None else "") + SEPARATOR
+        out += slow_target_row(phase) if options.pertarget is None else ""
+        return out + client_bound_row(phase) + SEPARATOR
     if last.entries:
         out += _row("", f"{entries}/s", first.entries_per_s, last.entries_per_s)
     # In dir mode a file of one block makes IOPS equal to Files/s: shown once.
@@ -213,7 +215,7 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         out += latency_rows("Sched", phase.sched_latency, options)
     if options.pertarget is None:
         out += slow_target_row(phase)
-    return out + SEPARATOR
+    return out + client_bound_row(phase) + SEPARATOR
 
 
 def _target_columns(phase: PhaseResult) -> list[tuple[str, str]]:
@@ -333,6 +335,20 @@ def slow_target_row(phase: PhaseResult) -> str:
         f"average of {shown_average} {unit} (--pertarget lists every target)"
     )
     return _wide_row("Slowest target", text)
+
+
+def client_bound_row(phase: PhaseResult) -> str:
+    """``Client bound : aiobench used 97 % of the CPU it may use ...`` when the phase's
+    ``client_cpu_pct`` reached :data:`~aiobench.stats.client.CLIENT_BOUND_PCT` over at least
+    :data:`~aiobench.stats.client.CLIENT_BOUND_MIN_NS`; else ''."""
+    pct = phase.client_cpu_pct
+    if pct < CLIENT_BOUND_PCT or phase.last_done.elapsed_ns < CLIENT_BOUND_MIN_NS:
+        return ""
+    text = (
+        f"aiobench's CPU at {pct} % of what it may use: a client limit, maybe; "
+        "add threads (-t), MPI ranks or hosts (--hosts)"
+    )
+    return _wide_row("Client bound", text)
 
 
 def target_block(phase: PhaseResult) -> str:

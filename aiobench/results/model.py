@@ -33,6 +33,8 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     3, extended without a bump — meta.config.s3timeout_s (--s3timeout; optional), and the
         fields an S3 request's error always carried (error.endpoint, .bucket, .key,
         .status, .code), now described.
+    3, extended without a bump — phases[].client_cpu_pct (aiobench's own CPU over the phase
+        as a share of what it may use); a phase without it reads as 0.
 """
 
 from __future__ import annotations
@@ -356,6 +358,9 @@ class PhaseResult:
     # elapsed_ns, Little's law) and the event loop's (main) thread's CPU time.
     mean_inflight_ops: float = 0.0
     loop_cpu_ns: int = 0
+    # aiobench's own CPU over the phase, in % of what it may use: the larger of the process's
+    # share of its cores and its busiest thread's of one core (aiobench.stats.client).
+    client_cpu_pct: int = 0
     # The untimed setup before the common start (buffers, first runs handed over).
     startup_ns: int = 0
     threads: tuple[ThreadTotals, ...]

@@ -347,6 +347,7 @@ PHASE: Table[PhaseResult] = (
     value("peak_inflight_ops"),
     value("mean_inflight_ops", missing=0.0),
     value("loop_cpu_ns", missing=0),
+    value("client_cpu_pct", missing=0),
     value("startup_ns", missing=0),
     value("time_limited"),
     value("interrupted"),

@@ -37,6 +37,7 @@ from aiobench.run.worker import (
     first_run,
     run_slots,
 )
+from aiobench.stats import client
 from aiobench.stats.intervals import CpuSample, IntervalSeries
 from aiobench.stats.summary import active_at, progress, summarise
 from aiobench.stats.tally import PhaseAbout, PhaseTally, SlotTally, ThreadTally
@@ -161,6 +162,8 @@ class PhaseRun:
         self.cpu_start = CpuSample(0, 0)
         self.cpu_first: CpuSample | None = None
         self.loop_cpu_start_ns = 0  # the loop thread's own CPU time at the start
+        self.cores = client.cores_allowed()  # what the client-bound check measures against
+        self.client_start = client.ClientSample(0, 0, {})
 
     async def run(self) -> tuple[PhaseResult, PhaseTally]:
         """The whole phase: slots, untimed setup, the common start, the slots' work
@@ -279,6 +282,7 @@ class PhaseRun:
         cfg = ctx.cfg
         wall_start = self.wall_start = datetime.datetime.now(datetime.UTC)
         ctx.observer.phase_started(self.about.name, wall_start)
+        self.client_start = client.sample()
         cpu_start = process_time_ns()
         self.loop_cpu_start_ns = thread_time_ns()
         start_ns = perf_counter_ns()
@@ -360,6 +364,7 @@ class PhaseRun:
         name, clock = self.about.name, state.clock
         cpu_last = _cpu_now()
         loop_cpu_ns = thread_time_ns() - self.loop_cpu_start_ns  # (the phase's, as cpu_last)
+        client_pct = client.client_cpu_pct(self.client_start, client.sample(), self.cores)
         time_up = 0 < clock.deadline_ns <= cpu_last.wall_ns and not state.stop.is_set()
         active = active_at(self.planned, self.finished)
         for record in series.finish(max(self.finished), active, cpu_last, time_up=time_up):
@@ -390,6 +395,7 @@ class PhaseRun:
             threads=threads,
             peak_inflight=state.peak_inflight,
             loop_cpu_ns=loop_cpu_ns,
+            client_cpu_pct=client_pct,
             intervals=tuple(series.closed),
             timeline=clock.timeline,
             stopped=state.stop.is_set(),

@@ -66,6 +66,7 @@ def merge_phase(parts: Sequence[RankPart]) -> PhaseResult:
         # Every rank's operations are in flight at once: the job's mean is their sum.
         mean_inflight_ops=sum(p.mean_inflight_ops for p in phases),
         loop_cpu_ns=sum(p.loop_cpu_ns for p in phases),  # one event loop per rank
+        client_cpu_pct=max(p.client_cpu_pct for p in phases),  # the rank nearest its limit
         startup_ns=max(p.startup_ns for p in phases),  # the job starts once all are ready
         threads=threads,
         targets=_merge_targets(phases),

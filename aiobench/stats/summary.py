@@ -186,6 +186,7 @@ def summarise(tally: PhaseTally) -> PhaseResult:
         peak_inflight_ops=tally.peak_inflight,
         mean_inflight_ops=busy_ns / last_done.elapsed_ns if last_done.elapsed_ns > 0 else 0.0,
         loop_cpu_ns=tally.loop_cpu_ns,
+        client_cpu_pct=tally.client_cpu_pct,
         threads=tuple(threads),
         targets=target_totals(about.paths, tally.threads, worked, last_done),
         endpoints=endpoint_totals(threads, about.servers),

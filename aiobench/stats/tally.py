@@ -75,3 +75,5 @@ class PhaseTally:
     # CPU time of the event loop's (main) thread from the common start to the phase's end
     # (thread_time_ns): the harness's own cost, apart from the I/O threads'.
     loop_cpu_ns: int = 0
+    # This process's CPU over the phase as a share of what it may use (stats.client).
+    client_cpu_pct: int = 0

@@ -121,6 +121,7 @@ def test_write_read_document_validates(
         # Two threads, one operation in flight each at most; the event loop did some work.
         assert 0 < phase["mean_inflight_ops"] <= 2
         assert phase["loop_cpu_ns"] > 0
+        assert 0 <= phase["client_cpu_pct"] <= 100
     meta = doc["meta"]
     assert meta["paths"] == ["f1", "f2"] and meta["sizes_bytes"] == [MIB, MIB]
     assert meta["block_size_bytes"] == 64 * 1024 and meta["path_type"] == "file"
@@ -270,6 +271,7 @@ MUTATIONS: dict[str, Callable[[Doc], None]] = {
     "negative-mean-inflight": set_at(["phases", 0, "mean_inflight_ops"], -0.5),
     "mean-inflight-as-string": set_at(["phases", 0, "mean_inflight_ops"], "3.5"),
     "loop-cpu-as-float": set_at(["phases", 0, "loop_cpu_ns"], 1.5),
+    "client-cpu-over-100": set_at(["phases", 0, "client_cpu_pct"], 101),
     "min-as-float": set_at([*IO, "min_ns"], 18174.5),
     "mean-as-string": set_at([*IO, "mean_ns"], "275974.4"),
     "extra-latency-key": set_at([*IO, "p50_ns"], 1),

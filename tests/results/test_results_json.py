@@ -133,6 +133,7 @@ def phase() -> PhaseResult:
         peak_inflight_ops=4,
         mean_inflight_ops=3.25,
         loop_cpu_ns=5678,
+        client_cpu_pct=93,
         startup_ns=1234,
         threads=(
             ThreadTotals(rank=0, ops=30, bytes=1, entries=2, elapsed_ns=3),
@@ -297,7 +298,7 @@ def test_keys_older_documents_lack_take_their_meaning() -> None:
     doc = phase_to_json(phase())
     for key in ("rwmix_read_pct", "iteration", "start_time", "startup_ns", "error"):
         del doc[key]
-    for key in ("mean_inflight_ops", "loop_cpu_ns"):
+    for key in ("mean_inflight_ops", "loop_cpu_ns", "client_cpu_pct"):
         del doc[key]
     for key in ("per_target", "intervals", "per_rank", "per_host"):
         del doc[key]
@@ -309,7 +310,7 @@ def test_keys_older_documents_lack_take_their_meaning() -> None:
     back = phase_from_json(doc, iterations=1)
     assert (back.rwmix_pct, back.iteration, back.start_time, back.startup_ns) == (None, 0, "", 0)
     assert back.error is None
-    assert (back.mean_inflight_ops, back.loop_cpu_ns) == (0.0, 0)
+    assert (back.mean_inflight_ops, back.loop_cpu_ns, back.client_cpu_pct) == (0.0, 0, 0)
     assert (back.targets, back.intervals, back.ranks, back.hosts) == ((), (), (), ())
     assert back.last_done == Totals(elapsed_ns=60_000, ops=60, bytes=60 * 4096)
     assert (back.entry_latency, back.sched_latency, back.read_latency) == (None, None, None)

@@ -155,6 +155,7 @@ def _three_ranks() -> list[RankPart]:
         peak_inflight_ops=8,
         mean_inflight_ops=7.5,
         loop_cpu_ns=300,
+        client_cpu_pct=40,
         threads=(_thread(0, 2000, 4 * S), _thread(3, 2000, 3 * S)),
         targets=(_target(0, "/mnt/a0", 2500, 4 * S), _target(1, "/mnt/a1", 1500, 7 * S // 2)),
         intervals=_intervals(
@@ -176,6 +177,7 @@ def _three_ranks() -> list[RankPart]:
         peak_inflight_ops=16,
         mean_inflight_ops=15.25,
         loop_cpu_ns=200,
+        client_cpu_pct=91,
         threads=(_thread(1, 1000, 5 * S), _thread(4, 2000, 4 * S)),
         targets=(_target(0, "/other/0", 1000, 3 * S), _target(1, "/other/1", 2000, 5 * S)),
         intervals=_intervals(
@@ -201,6 +203,7 @@ def _three_ranks() -> list[RankPart]:
         peak_inflight_ops=4,
         mean_inflight_ops=3.0,
         loop_cpu_ns=100,
+        client_cpu_pct=7,
         threads=(_thread(2, 600, 3 * S // 2), _thread(5, 400, S)),
         targets=(_target(0, "/third/0", 600, S), _target(1, "/third/1", 400, 3 * S // 2)),
         intervals=_intervals(2, [S, 3 * S // 2], [500, 500], [2, 2], [80, 70]),
@@ -262,6 +265,7 @@ def test_latencies_merge_and_other_counters_combine() -> None:
     # Every rank's operations are in flight at once; each rank has its own event loop.
     assert merged.mean_inflight_ops == 7.5 + 15.25 + 3.0
     assert merged.loop_cpu_ns == 600
+    assert merged.client_cpu_pct == 91  # the rank nearest its limit
     assert merged.time_limited  # rank 2 only
     assert merged.interrupted  # rank 1 only
 

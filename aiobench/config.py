@@ -60,6 +60,31 @@ MAX_SECONDS = 2**60 // NS_PER_S
 # slowest (a multipart completion, a large DeleteObjects) seconds; half a minute without
 # progress is a server that stopped answering, well before TCP's own timeouts (minutes).
 DEFAULT_S3_TIMEOUT_S = 30
+# The options of object storage's metadata phases (field name, flag): each is named as its
+# flag, and only applies to s3:// PATHs.
+S3_META = tuple(
+    (name, f"--{name}")
+    for name in (
+        "s3statdirs",
+        "s3btag",
+        "s3btagverify",
+        "s3bversion",
+        "s3bversionverify",
+        "s3olockcfg",
+        "s3olockcfgverify",
+        "s3otag",
+        "s3otagverify",
+        "s3aclput",
+        "s3aclget",
+        "s3baclput",
+        "s3baclget",
+        "s3aclputinl",
+        "s3aclgrantee",
+        "s3aclgtype",
+        "s3aclgrants",
+        "s3aclverify",
+    )
+)
 # Every block's result is kept for the -i summary and the --json document, about 35 KiB
 # each in memory (measured: 1000 iterations of WRITE and READ took 145 MB), so 10^4
 # iterations of four phases already hold over a GiB.
@@ -669,6 +694,134 @@ class BenchConfig:
         low=1,
         high=MAX_SECONDS,
     )
+    # -- object storage: ACLs, tags, versioning, object lock, bucket stat (elbencho's
+    # metadata phases; aiobench.engines.s3.metadata) ---------------------------------------
+    s3statdirs: bool = option(
+        False,
+        "--s3statdirs",
+        help="STATDIRS phase: a HeadBucket request per bucket.",
+        panel=OBJECTS,
+    )
+    s3btag: bool = option(
+        False,
+        "--s3btag",
+        help="Bucket tagging: PUTBUCKETMD (with -d) puts two tags on each bucket, "
+        "GETBUCKETMD gets them, DELBUCKETMD (with -D) deletes them.",
+        panel=OBJECTS,
+    )
+    s3btagverify: bool = option(
+        False,
+        "--s3btagverify",
+        help="GETBUCKETMD checks each bucket's tags against those put (needs --s3btag).",
+        panel=OBJECTS,
+    )
+    s3bversion: bool = option(
+        False,
+        "--s3bversion",
+        help="Bucket versioning: PUTBUCKETMD (with -d) suspends it, GETBUCKETMD gets it, "
+        "DELBUCKETMD (with -D) enables it, as elbencho does.",
+        panel=OBJECTS,
+    )
+    s3bversionverify: bool = option(
+        False,
+        "--s3bversionverify",
+        help="GETBUCKETMD checks that versioning is Suspended (needs --s3bversion).",
+        panel=OBJECTS,
+    )
+    s3olockcfg: bool = option(
+        False,
+        "--s3olockcfg",
+        help="Object lock: MKBUCKETS makes lock-enabled buckets, PUTBUCKETMD puts a 1-day "
+        "COMPLIANCE default retention, GETBUCKETMD gets it. Objects written then are "
+        "locked for a day.",
+        panel=OBJECTS,
+    )
+    s3olockcfgverify: bool = option(
+        False,
+        "--s3olockcfgverify",
+        help="GETBUCKETMD checks the lock configuration (needs --s3olockcfg).",
+        panel=OBJECTS,
+    )
+    s3otag: bool = option(
+        False,
+        "--s3otag",
+        help="Object tagging: PUTOBJMD (with -w) puts a tag on each object, GETOBJMD gets "
+        "it, DELOBJMD (with -F) deletes it.",
+        panel=OBJECTS,
+    )
+    s3otagverify: bool = option(
+        False,
+        "--s3otagverify",
+        help="GETOBJMD checks each object's tag against the one put (needs --s3otag).",
+        panel=OBJECTS,
+    )
+    s3aclput: bool = option(
+        False,
+        "--s3aclput",
+        help="PUTOBJACL phase: put each object's ACL (--s3aclgrantee, --s3aclgtype, "
+        "--s3aclgrants).",
+        panel=OBJECTS,
+    )
+    s3aclget: bool = option(
+        False,
+        "--s3aclget",
+        help="GETOBJACL phase: get each object's ACL.",
+        panel=OBJECTS,
+    )
+    s3baclput: bool = option(
+        False,
+        "--s3baclput",
+        help="PUTBACL phase: put each bucket's ACL (as --s3aclput).",
+        panel=OBJECTS,
+    )
+    s3baclget: bool = option(
+        False,
+        "--s3baclget",
+        help="GETBACL phase: get each bucket's ACL.",
+        panel=OBJECTS,
+    )
+    s3aclputinl: bool = option(
+        False,
+        "--s3aclputinl",
+        help="Upload objects with their ACL in the request (x-amz-acl or x-amz-grant-*; the "
+        "grantee as type=value, e.g. id=123).",
+        panel=OBJECTS,
+    )
+    s3aclgrantee: str | None = option(
+        None,
+        "--s3aclgrantee",
+        help="ACL grantee: an id, email or URI (by --s3aclgtype), or a canned ACL: private, "
+        "public-read, public-read-write, authenticated-read, aws-exec-read, "
+        "bucket-owner-read, bucket-owner-full-control.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="GRANTEE",
+        shown="none",
+    )
+    s3aclgtype: str | None = option(
+        None,
+        "--s3aclgtype",
+        help="ACL grantee type: id, email, uri or group.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="TYPE",
+        shown="none",
+    )
+    s3aclgrants: str | None = option(
+        None,
+        "--s3aclgrants",
+        help="ACL permissions, comma-separated: none, full, read, write, racp, wacp.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="PERMS",
+        shown="none",
+    )
+    s3aclverify: bool = option(
+        False,
+        "--s3aclverify",
+        help="GETOBJACL and GETBACL check that the grants given are there.",
+        panel=OBJECTS,
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -745,7 +898,26 @@ class BenchConfig:
             ("--s3maxconns", self.s3maxconns is not None),
             ("--s3timeout", self.s3timeout_s != DEFAULT_S3_TIMEOUT_S),
         ]
+        given += [(flag, getattr(self, name) not in (None, False)) for name, flag in S3_META]
         return [name for name, on in given if on]
+
+    @property
+    def s3_meta_phases(self) -> bool:
+        """Whether object storage's metadata phases have work without -d, -w, ... (their
+        GET and stat phases, and the ACL phases, run on their own)."""
+        return any(
+            (
+                self.s3statdirs,
+                self.s3baclput,
+                self.s3baclget,
+                self.s3aclput,
+                self.s3aclget,
+                self.s3btag,
+                self.s3olockcfg,
+                self.s3bversion,
+                self.s3otag,
+            )
+        )
 
     def file_size_options(self) -> list[str]:
         """The options that change a file's size before writing, as the user spells them."""
@@ -866,7 +1038,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     With ``path_type`` (what the engine found at PATH, :mod:`aiobench.plan.targets`), also
     the checks of options against it (dir mode refuses --rand, ...)."""
     phases = (cfg.write, cfg.read, cfg.mkdirs, cfg.stat, cfg.delfiles, cfg.deldirs)
-    if not any(phases) and not (cfg.s3listobj or cfg.s3multidel):
+    if not any(phases) and not (cfg.s3listobj or cfg.s3multidel or cfg.s3_meta_phases):
         raise ConfigError(
             "nothing to do: give -w/--write and/or -r/--read "
             "(in dir mode also -d/--mkdirs, --stat, -F/--delfiles, -D/--deldirs)"

@@ -22,6 +22,19 @@ class PhaseKind(StrEnum):
     RMDIRS = "rmdirs"
     LISTOBJ = "listobj"  # object storage: list the buckets' objects (--s3listobj)
     MULTIDEL = "multidel"  # object storage: delete them in batches (--s3multidel)
+    # Object storage's metadata phases (aiobench.engines.s3.metadata), per bucket ...
+    PUTBACL = "putbacl"  # --s3baclput
+    PUTBUCKETMD = "putbucketmd"  # --s3btag, --s3olockcfg, --s3bversion (with -d)
+    STATDIRS = "statdirs"  # --s3statdirs
+    GETBUCKETMD = "getbucketmd"
+    DELBUCKETMD = "delbucketmd"  # (with -D)
+    GETBACL = "getbacl"  # --s3baclget
+    # ... and per object
+    PUTOBJACL = "putobjacl"  # --s3aclput
+    PUTOBJMD = "putobjmd"  # --s3otag (with -w)
+    GETOBJMD = "getobjmd"
+    GETOBJACL = "getobjacl"  # --s3aclget
+    DELOBJMD = "delobjmd"  # (with -F)
     SYNC = "sync"
     DROPCACHE = "dropcache"
 
@@ -30,6 +43,13 @@ MKDIRS, WRITE, STAT, READ = PhaseKind.MKDIRS, PhaseKind.WRITE, PhaseKind.STAT, P
 RMFILES, RMDIRS = PhaseKind.RMFILES, PhaseKind.RMDIRS
 LISTOBJ, MULTIDEL = PhaseKind.LISTOBJ, PhaseKind.MULTIDEL
 SYNC, DROPCACHE = PhaseKind.SYNC, PhaseKind.DROPCACHE
+PUTBACL, PUTBUCKETMD, STATDIRS = PhaseKind.PUTBACL, PhaseKind.PUTBUCKETMD, PhaseKind.STATDIRS
+GETBUCKETMD, DELBUCKETMD, GETBACL = PhaseKind.GETBUCKETMD, PhaseKind.DELBUCKETMD, PhaseKind.GETBACL
+PUTOBJACL, PUTOBJMD, GETOBJMD = PhaseKind.PUTOBJACL, PhaseKind.PUTOBJMD, PhaseKind.GETOBJMD
+GETOBJACL, DELOBJMD = PhaseKind.GETOBJACL, PhaseKind.DELOBJMD
+# The metadata phases of whole buckets and of each object (one entry a bucket, an object).
+BUCKET_MD_KINDS = (PUTBACL, PUTBUCKETMD, STATDIRS, GETBUCKETMD, DELBUCKETMD, GETBACL)
+OBJECT_MD_KINDS = (PUTOBJACL, PUTOBJMD, GETOBJMD, GETOBJACL, DELOBJMD)
 
 PHASE_NAMES: dict[PhaseKind, str] = {
     MKDIRS: "MKDIRS",
@@ -40,6 +60,7 @@ PHASE_NAMES: dict[PhaseKind, str] = {
     RMDIRS: "RMDIRS",
     LISTOBJ: "LISTOBJ",
     MULTIDEL: "MULTIDEL",
+    **{kind: kind.value.upper() for kind in BUCKET_MD_KINDS + OBJECT_MD_KINDS},
     SYNC: "SYNC",
     DROPCACHE: "DROPCACHE",
 }

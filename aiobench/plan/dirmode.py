@@ -18,7 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind, phase_name
+from aiobench.kinds import (
+    MKDIRS,
+    OBJECT_MD_KINDS,
+    READ,
+    RMDIRS,
+    RMFILES,
+    STAT,
+    WRITE,
+    PhaseKind,
+    phase_name,
+)
 from aiobench.plan.split import StreamOrder, ThreadSplit
 
 # What a symlink below PATH is called, when the checks before the run or the engine's walk
@@ -323,7 +333,7 @@ class EntryStream:
         if count <= 0:
             return None
         start, self.issued = self.issued, self.issued + count
-        if self.kind in (WRITE, STAT, READ, RMFILES):  # the thread's files
+        if self.kind in (WRITE, STAT, READ, RMFILES, *OBJECT_MD_KINDS):  # the thread's files
             return self.layout.file_run(self.rank, start, self.issued, self.size)
         pairs = [self.layout.entry(self.kind, self.rank, k) for k in range(start, self.issued)]
         indices = [index for index, _ in pairs]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from aiobench.config import BenchConfig
 from aiobench.kinds import (
+    BUCKET_MD_KINDS,
     LISTOBJ,
     MKDIRS,
     MULTIDEL,
+    OBJECT_MD_KINDS,
     RMDIRS,
     RMFILES,
     STAT,
@@ -70,13 +72,13 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
             )
             if cfg.object_storage:
                 dirs = len(cfg.paths)
-            if kind in (MKDIRS, RMDIRS):
+            if kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS):
                 text = f"{dirs} {dir_word}"
             elif kind == LISTOBJ:
                 text = f"up to {cfg.s3listobj} objects of each bucket listed"
             elif kind == MULTIDEL:
                 text = f"{files} objects, in DeleteObjects batches of {cfg.s3multidel}"
-            elif kind in (STAT, RMFILES):
+            elif kind in (STAT, RMFILES, *OBJECT_MD_KINDS):
                 text = f"{files} {file_word}"
             else:
                 total = files * layout.file_size

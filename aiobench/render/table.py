@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 from aiobench.config import BenchConfig
+from aiobench.kinds import BUCKET_MD_KINDS, PHASE_NAMES
 from aiobench.options import table_options
 from aiobench.results.model import (
     EndpointTotals,
@@ -146,8 +147,14 @@ def entry_label(phase: PhaseResult) -> str:
     return _entry_label(phase.name)
 
 
+# The phases whose entries are dirs (buckets): their rows say Dirs.
+DIR_PHASE_NAMES = frozenset(
+    ("MKDIRS", "RMDIRS", "MKBUCKETS", "RMBUCKETS", *(PHASE_NAMES[k] for k in BUCKET_MD_KINDS))
+)
+
+
 def _entry_label(name: str) -> str:
-    return "Dirs" if name in ("MKDIRS", "RMDIRS", "MKBUCKETS", "RMBUCKETS") else "Files"
+    return "Dirs" if name in DIR_PHASE_NAMES else "Files"
 
 
 def _cpu_row(phase: PhaseResult) -> str:

@@ -202,16 +202,18 @@ class S3Client:
 
     # -- buckets ---------------------------------------------------------------------------
 
-    async def create_bucket(self, bucket: str) -> None:
-        """Create ``bucket``; one that exists and is ours already is no error."""
+    async def create_bucket(self, bucket: str, object_lock: bool = False) -> None:
+        """Create ``bucket`` (``object_lock``: with object lock enabled); one that exists
+        and is ours already is no error."""
         body = b""
+        headers = {"x-amz-bucket-object-lock-enabled": "true"} if object_lock else None
         if self.region != "us-east-1":  # AWS wants the region named for any other
             body = (
                 "<CreateBucketConfiguration><LocationConstraint>"
                 f"{escape(self.region)}</LocationConstraint></CreateBucketConfiguration>"
             ).encode()
         status, _, data = await self._call(
-            "CreateBucket", "PUT", bucket, "", body=body, ok=(200, 409)
+            "CreateBucket", "PUT", bucket, "", body=body, headers=headers, ok=(200, 409)
         )
         if status == 409:
             code, message = self._error_fields(data)
@@ -223,10 +225,12 @@ class S3Client:
 
     # -- objects ---------------------------------------------------------------------------
 
-    async def put_object(self, bucket: str, key: str, body: memoryview) -> str:
-        """PUT ``body`` as the object; returns its ETag."""
-        _, headers, _ = await self._call("PutObject", "PUT", bucket, key, body=body)
-        return headers.get("ETag", "")
+    async def put_object(
+        self, bucket: str, key: str, body: memoryview, headers: dict[str, str] | None = None
+    ) -> str:
+        """PUT ``body`` as the object (with ``headers``: an ACL); returns its ETag."""
+        _, got, _ = await self._call("PutObject", "PUT", bucket, key, body=body, headers=headers)
+        return got.get("ETag", "")
 
     async def head_object(self, bucket: str, key: str) -> int:
         """The object's size in bytes (HEAD)."""
@@ -296,10 +300,19 @@ class S3Client:
 
     # -- multipart upload ------------------------------------------------------------------
 
-    async def create_multipart_upload(self, bucket: str, key: str) -> str:
-        """Start a multipart upload; returns its upload id."""
+    async def create_multipart_upload(
+        self, bucket: str, key: str, headers: dict[str, str] | None = None
+    ) -> str:
+        """Start a multipart upload (with ``headers``: an ACL); returns its upload id."""
         _, _, data = await self._call(
-            "CreateMultipartUpload", "POST", bucket, key, query=[("uploads", "")]
+            "CreateMultipartUpload",
+            "POST",
+            bucket,
+            key,
+            query=[
+                ("uploads", ""),
+            ],
+            headers=headers,
         )
         upload_id = _child_text(self._parse(data, bucket, key), "UploadId")
         if not upload_id:
@@ -498,6 +511,24 @@ class S3Client:
         finally:
             if payload is not None and not done:
                 payload.abandon()  # (failed, stalled, or cut off by the time limit)
+
+    async def call(
+        self,
+        operation: str,
+        method: str,
+        bucket: str,
+        key: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        ok: tuple[int, ...] = (200,),
+    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
+        """A request off the data path (the metadata phases'), answered whole: (status,
+        headers, body); ``operation`` is its name in S3's API, for messages."""
+        return await self._call(
+            operation, method, bucket, key, query=query, body=body, headers=headers, ok=ok
+        )
 
     # -- errors ----------------------------------------------------------------------------
 

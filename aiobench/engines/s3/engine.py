@@ -42,12 +42,15 @@ from aiobench.engines.s3.layout import (
     parse_access,
     parse_path,
 )
+from aiobench.engines.s3.metadata import MetaSettings, bucket_request, object_request, settings
 from aiobench.engines.verify import check, pattern
 from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
 from aiobench.kinds import (
+    BUCKET_MD_KINDS,
     LISTOBJ,
     MKDIRS,
     MULTIDEL,
+    OBJECT_MD_KINDS,
     READ,
     RMDIRS,
     RMFILES,
@@ -78,8 +81,10 @@ class S3Targets(Targets):
         max_connections: int,
         multidel: int = 0,
         in_parts: bool = False,
+        meta: MetaSettings | None = None,
     ) -> None:
         super().__init__(paths)
+        self.meta = meta or MetaSettings()  # the metadata phases' (engines.s3.metadata)
         self.buckets = access.buckets
         self.endpoints = access.endpoints
         self.objprefix = objprefix
@@ -174,6 +179,7 @@ class S3Engine:
         credentials, region, from the options or the environment), parsed once."""
         for path in cfg.paths:
             self.probe(path, not cfg.dryrun)
+        settings(cfg)  # (checked first: each ACL, tag and lock option)
         validate(cfg, PathType.S3)
         access = parse_access(cfg, os.environ)
         size = cfg.size_bytes
@@ -209,6 +215,7 @@ class S3Engine:
             # Objects larger than -b (but not --rand's single blocks): a thread keeps up
             # to --iodepth of one object's parts or ranges in flight (see slot_depth).
             in_parts=cfg.size_bytes > cfg.block_size and not cfg.rand,
+            meta=settings(cfg),
         )
 
     def prepare_files(
@@ -253,7 +260,7 @@ class S3Engine:
         run = released.ops
         assert isinstance(run, EntryRun)
         targets = _targets(released)
-        requests = _Requests(released, run, await targets.client(run.rank))
+        requests = _Requests(released, run, await targets.client(run.rank), targets.meta)
         stopped = released.stop.is_set if released.stop is not None else (lambda: False)
         try:
             # At the time limit the requests in flight are cut off: not counted, no error.
@@ -300,8 +307,8 @@ class _Requests:
     limit request j of entry k is due ``((first + k) * per + j) * block / rate`` after the
     phase start, its thread's requests numbered in order (all its slots share them)."""
 
-    def __init__(self, job: Job, run: EntryRun, client: S3Client) -> None:
-        self.job, self.run, self.client = job, run, client
+    def __init__(self, job: Job, run: EntryRun, client: S3Client, meta: MetaSettings) -> None:
+        self.job, self.run, self.client, self.meta = job, run, client, meta
         self.record = ListRecord()
         self.first_bytes: list[int] = []
         rate = job.options.rate_bytes_per_s
@@ -342,7 +349,7 @@ class _Requests:
                 await _sleep_until(due)
             bucket = targets.buckets[index if isinstance(index, int) else index[k]]
             record.starts.append(perf_counter_ns())
-            if job.kind in (MKDIRS, RMDIRS):
+            if job.kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS):
                 await self.bucket(bucket.bucket)
             else:
                 await self.object(k, bucket.bucket, bucket.key(run.name(k), targets.objprefix))
@@ -434,21 +441,26 @@ class _Requests:
         self.record.ends.extend([end] * count)
 
     async def bucket(self, bucket: str) -> None:
-        if self.job.kind == MKDIRS:
-            await self.client.create_bucket(bucket)
-        else:
+        kind = self.job.kind
+        if kind == MKDIRS:
+            await self.client.create_bucket(bucket, object_lock=self.meta.olockcfg)
+        elif kind == RMDIRS:
             await self.client.delete_bucket(bucket)
+        else:
+            await bucket_request(kind, self.client, self.meta, bucket)
 
     async def object(self, k: int, bucket: str, key: str) -> None:
         """Object ``k`` of the run in a phase of the job's kind."""
         kind, client, size, block = self.job.kind, self.client, self.run.size, self.run.block
-        if kind == STAT:
+        if kind in OBJECT_MD_KINDS:
+            await object_request(kind, client, self.meta, bucket, key)
+        elif kind == STAT:
             await client.head_object(bucket, key)
         elif kind == RMFILES:
             await client.delete_object(bucket, key)
         elif kind == WRITE and size <= block:
             body = _block(self.job, 0, size)
-            await self._timed(client.put_object(bucket, key, body))
+            await self._timed(client.put_object(bucket, key, body, self.meta.upload_headers()))
         elif kind == WRITE:
             await self._multipart(k, bucket, key)
         elif kind == READ and self.run.offsets is not None:  # --rand: one block of it
@@ -528,7 +540,7 @@ class _Requests:
         shorter), up to the job's depth of them in flight; an upload that fails is
         aborted."""
         client, size, block = self.client, self.run.size, self.run.block
-        upload = await client.create_multipart_upload(bucket, key)
+        upload = await client.create_multipart_upload(bucket, key, self.meta.upload_headers())
 
         async def part(number: int, offset: int) -> str:
             await _sleep_until(self.due(k, number - 1))

@@ -27,7 +27,17 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from aiobench.errors import ConfigError
-from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL, READ, RMDIRS, WRITE, PhaseKind, phase_name
+from aiobench.kinds import (
+    BUCKET_MD_KINDS,
+    LISTOBJ,
+    MKDIRS,
+    MULTIDEL,
+    READ,
+    RMDIRS,
+    WRITE,
+    PhaseKind,
+    phase_name,
+)
 from aiobench.plan.dirmode import DirLayout, EntryRun, EntryStream
 from aiobench.plan.split import StreamOrder, ThreadSplit
 from aiobench.plan.workload import stream_rng
@@ -361,7 +371,7 @@ class BucketLayout(DirLayout):
 
     def per_bucket(self, kind: PhaseKind, bucket: int) -> int:
         """Entries of ``bucket`` in a phase of whole buckets."""
-        if kind in (MKDIRS, RMDIRS):
+        if kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS):
             return 1
         objects = _objects_per_bucket(self)[bucket]
         return min(objects, self.list_max) if kind == LISTOBJ else objects
@@ -383,7 +393,7 @@ class BucketLayout(DirLayout):
 
 
 # The phases that work on whole buckets (see BucketLayout).
-BUCKET_KINDS = (MKDIRS, LISTOBJ, MULTIDEL, RMDIRS)
+BUCKET_KINDS = (MKDIRS, LISTOBJ, MULTIDEL, RMDIRS, *BUCKET_MD_KINDS)
 
 
 class RandomBlocks(EntryStream):

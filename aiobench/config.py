@@ -60,9 +60,9 @@ MAX_SECONDS = 2**60 // NS_PER_S
 # slowest (a multipart completion, a large DeleteObjects) seconds; half a minute without
 # progress is a server that stopped answering, well before TCP's own timeouts (minutes).
 DEFAULT_S3_TIMEOUT_S = 30
-# The options of object storage's metadata phases (field name, flag): each is named as its
-# flag, and only applies to s3:// PATHs.
-S3_META = tuple(
+# Options of object storage's alone (field name, flag; each field is named as its flag):
+# they only apply to s3:// PATHs.
+S3_ONLY = tuple(
     (name, f"--{name}")
     for name in (
         "s3statdirs",
@@ -83,6 +83,18 @@ S3_META = tuple(
         "s3aclgtype",
         "s3aclgrants",
         "s3aclverify",
+        "s3sessiontoken",
+        "s3credfile",
+        "s3credlist",
+        "s3sse",
+        "s3sseckey",
+        "s3ssekmskey",
+        "s3chksumalgo",
+        "s3fastput",
+        "s3fastget",
+        "s3nocompress",
+        "s3single",
+        "s3targetgbps",
     )
 )
 # Every block's result is kept for the -i summary and the --json document, about 35 KiB
@@ -822,6 +834,122 @@ class BenchConfig:
         help="GETOBJACL and GETBACL check that the grants given are there.",
         panel=OBJECTS,
     )
+    # -- object storage: credentials, encryption, checksums and signing of each request
+    # (aiobench.engines.s3.policy) ----------------------------------------------------------
+    s3sessiontoken: str | None = option(
+        None,
+        "--s3sessiontoken",
+        help="S3 session token of temporary credentials (never shown in results).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="TOKEN",
+        shown="AWS_SESSION_TOKEN with the environment's key and secret",
+        secret=True,
+    )
+    s3credfile: str | None = option(
+        None,
+        "--s3credfile",
+        help="A file of credentials, one KEY:SECRET a line (# comments): thread rank r uses "
+        "the (r mod lines)-th; buckets are made public-read-write for them all.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    s3credlist: str | None = option(
+        None,
+        "--s3credlist",
+        help="Credentials KEY:SECRET,KEY:SECRET,... used as --s3credfile's (never shown).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="LIST",
+        shown="none",
+        secret=True,
+    )
+    s3sse: bool = option(
+        False,
+        "--s3sse",
+        help="Server-side encryption of uploads with S3's keys (SSE-S3, AES256).",
+        panel=OBJECTS,
+    )
+    s3sseckey: str | None = option(
+        None,
+        "--s3sseckey",
+        help="SSE-C: encrypt with this base64 AES-256 key, sent with every object request "
+        "(never shown).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="KEY",
+        shown="none",
+        secret=True,
+    )
+    s3ssekmskey: str | None = option(
+        None,
+        "--s3ssekmskey",
+        help="SSE-KMS: encrypt uploads with this KMS key id.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="KEYID",
+        shown="none",
+    )
+    s3chksumalgo: str | None = option(
+        None,
+        "--s3chksumalgo",
+        help="Send each upload's checksum (CRC32, CRC32C, SHA1 or SHA256) for the server to "
+        "check (x-amz-checksum-*).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="ALGO",
+        shown="none",
+    )
+    s3sign: int = option(
+        2,
+        "--s3sign",
+        help="Payload signing: 0 signed over http, not over https (the AWS SDK's rule); 1 "
+        "always (a SHA-256 of each body); 2 never (UNSIGNED-PAYLOAD).",
+        panel=OBJECTS,
+        metavar="0|1|2",
+        low=0,
+        high=2,
+    )
+    s3fastput: bool = option(
+        False,
+        "--s3fastput",
+        help="Uploads with the least client CPU: --s3sign 2 (and no compression, which "
+        "aiobench never does).",
+        panel=OBJECTS,
+    )
+    s3fastget: bool = option(
+        False,
+        "--s3fastget",
+        help="Downloads kept nowhere (aiobench's GETs always land in one reused buffer per "
+        "slot); refused with --verify, as in elbencho.",
+        panel=OBJECTS,
+    )
+    s3nocompress: bool = option(
+        False,
+        "--s3nocompress",
+        help="No request compression (aiobench never compresses requests).",
+        panel=OBJECTS,
+    )
+    s3single: bool = option(
+        False,
+        "--s3single",
+        help="One client shared by all threads (aiobench always shares one client per "
+        "endpoint and credential).",
+        panel=OBJECTS,
+    )
+    s3targetgbps: int | None = option(
+        None,
+        "--s3targetgbps",
+        help="The AWS CRT client's throughput target; no effect, as in elbencho's builds "
+        "without the CRT (connections: --s3maxconns).",
+        panel=OBJECTS,
+        cli_type=int | None,
+        metavar="GBPS",
+        shown="none",
+        low=1,
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -898,7 +1026,8 @@ class BenchConfig:
             ("--s3maxconns", self.s3maxconns is not None),
             ("--s3timeout", self.s3timeout_s != DEFAULT_S3_TIMEOUT_S),
         ]
-        given += [(flag, getattr(self, name) not in (None, False)) for name, flag in S3_META]
+        given += [(flag, getattr(self, name) not in (None, False)) for name, flag in S3_ONLY]
+        given.append(("--s3sign", self.s3sign != 2))
         return [name for name, on in given if on]
 
     @property

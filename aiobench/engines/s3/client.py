@@ -38,6 +38,7 @@ from yarl import URL
 from aiobench.config import DEFAULT_S3_TIMEOUT_S
 from aiobench.engines.s3.deadline import Stalled, Watches
 from aiobench.engines.s3.layout import BucketAddress, Credentials, Endpoint, bucket_address
+from aiobench.engines.s3.policy import RequestPolicy
 from aiobench.engines.s3.sigv4 import Signer, canonical_query, encode_path
 from aiobench.errors import S3Error
 
@@ -145,6 +146,7 @@ class S3Client:
         virtual_host: bool = False,
         max_connections: int = 16,
         timeout_s: float = DEFAULT_S3_TIMEOUT_S,
+        policy: RequestPolicy | None = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1 (got {max_connections})")
@@ -152,6 +154,10 @@ class S3Client:
         self.region = region
         self.virtual_host = virtual_host
         self.max_connections = max_connections
+        # Encryption, checksums and payload signing of the requests (engines.s3.policy).
+        self.policy = policy or RequestPolicy()
+        self._tls = endpoint.scheme == "https"
+        self._upload_headers = {**self.policy.upload, **self.policy.object}
         self._signer = Signer(
             credentials.access_key,
             credentials.secret_key,
@@ -202,11 +208,16 @@ class S3Client:
 
     # -- buckets ---------------------------------------------------------------------------
 
-    async def create_bucket(self, bucket: str, object_lock: bool = False) -> None:
-        """Create ``bucket`` (``object_lock``: with object lock enabled); one that exists
-        and is ours already is no error."""
+    async def create_bucket(
+        self, bucket: str, object_lock: bool = False, shared: bool = False
+    ) -> None:
+        """Create ``bucket`` (``object_lock``: with object lock enabled; ``shared``:
+        public-read-write, for several users' credentials); one that exists and is ours
+        already is no error."""
         body = b""
-        headers = {"x-amz-bucket-object-lock-enabled": "true"} if object_lock else None
+        headers = {"x-amz-bucket-object-lock-enabled": "true"} if object_lock else {}
+        if shared:
+            headers["x-amz-acl"] = "public-read-write"
         if self.region != "us-east-1":  # AWS wants the region named for any other
             body = (
                 "<CreateBucketConfiguration><LocationConstraint>"
@@ -229,12 +240,15 @@ class S3Client:
         self, bucket: str, key: str, body: memoryview, headers: dict[str, str] | None = None
     ) -> str:
         """PUT ``body`` as the object (with ``headers``: an ACL); returns its ETag."""
-        _, got, _ = await self._call("PutObject", "PUT", bucket, key, body=body, headers=headers)
+        sent = {**self._upload_headers, **(headers or {}), **self.policy.checksum_headers(body)}
+        _, got, _ = await self._call("PutObject", "PUT", bucket, key, body=body, headers=sent)
         return got.get("ETag", "")
 
     async def head_object(self, bucket: str, key: str) -> int:
         """The object's size in bytes (HEAD)."""
-        _, headers, _ = await self._call("HeadObject", "HEAD", bucket, key)
+        _, headers, _ = await self._call(
+            "HeadObject", "HEAD", bucket, key, headers=dict(self.policy.object)
+        )
         try:
             return int(headers["Content-Length"])
         except (KeyError, ValueError):
@@ -255,7 +269,7 @@ class S3Client:
         want = into.nbytes
         if want <= 0:
             raise ValueError("get_range needs a buffer of at least one byte")
-        headers = {"Range": f"bytes={offset}-{offset + want - 1}"}
+        headers = {"Range": f"bytes={offset}-{offset + want - 1}", **self.policy.object}
         session = self._live_session()
         url, signed = self._prepare("GET", bucket, key, "", headers)
         got = 0
@@ -309,10 +323,8 @@ class S3Client:
             "POST",
             bucket,
             key,
-            query=[
-                ("uploads", ""),
-            ],
-            headers=headers,
+            query=[("uploads", "")],
+            headers={**self._upload_headers, **(headers or {})},
         )
         upload_id = _child_text(self._parse(data, bucket, key), "UploadId")
         if not upload_id:
@@ -324,7 +336,10 @@ class S3Client:
     ) -> str:
         """Upload part ``part_number`` (1-based); returns its ETag, for completing."""
         query = [("partNumber", str(part_number)), ("uploadId", upload_id)]
-        _, headers, _ = await self._call("UploadPart", "PUT", bucket, key, query=query, body=body)
+        sent = {**self.policy.object, **self.policy.checksum_headers(body)}
+        _, headers, _ = await self._call(
+            "UploadPart", "PUT", bucket, key, query=query, body=body, headers=sent
+        )
         etag = headers.get("ETag", "")
         if not etag:
             raise self._error(bucket, key, None, 200, "", f"no ETag for part {part_number}")
@@ -441,6 +456,7 @@ class S3Client:
         key: str,
         query: str,
         headers: dict[str, str],
+        body: memoryview | None = None,
     ) -> tuple[URL, dict[str, str]]:
         address = self._addresses.get(bucket)
         if address is None:
@@ -448,7 +464,8 @@ class S3Client:
                 self.endpoint, bucket, self.virtual_host
             )
         path = address.object_path(encode_path(key)) if key else (address.path or "/")
-        self._signer.sign_s3(method, path, query, address.host, headers, self._when())
+        payload = self.policy.payload_hash(body, self._tls)
+        self._signer.sign_s3(method, path, query, address.host, headers, self._when(), payload)
         # Built from its parts: parsing a URL string costs ~5x as much (3 us), per request.
         url = URL.build(
             scheme=address.scheme,
@@ -482,7 +499,12 @@ class S3Client:
         elif method in ("PUT", "POST"):
             sent["Content-Length"] = "0"
         url, signed = self._prepare(
-            method, bucket, key, canonical_query(query) if query else "", sent
+            method,
+            bucket,
+            key,
+            canonical_query(query) if query else "",
+            sent,
+            None if body is None else memoryview(body),
         )
         watch = self.watches.request()
         if payload is not None:

@@ -92,7 +92,7 @@ class S3Targets(Targets):
         self._access = access
         self._max_connections = max_connections
         self.multidel = multidel  # --s3multidel: keys per DeleteObjects request
-        self._clients: dict[Endpoint, S3Client] = {}
+        self._clients: dict[tuple[Endpoint, int], S3Client] = {}
         # LISTOBJ and MULTIDEL: one listing of a bucket at a time (a thread's slots share
         # its buckets), where LISTOBJ's listing of each got to, and how many of its pages
         # in a row brought nothing new (see _Requests._list_page).
@@ -109,21 +109,29 @@ class S3Targets(Targets):
         return tuple(endpoint.url for endpoint in self.endpoints)
 
     async def client(self, rank: int) -> S3Client:
-        """The client of thread rank ``rank``'s endpoint."""
+        """The client of thread rank ``rank``'s endpoint and credentials."""
+        access = self._access
         endpoint = endpoint_of_rank(self.endpoints, rank)
-        client = self._clients.get(endpoint)
+        user = access.credentials_of_rank(rank)
+        client = self._clients.get((endpoint, user))
         if client is None:
             client = S3Client(
                 endpoint,
-                self._access.credentials,
-                self._access.region,
-                virtual_host=self._access.virtual_host,
+                access.credentials[user],
+                access.region,
+                virtual_host=access.virtual_host,
                 max_connections=self._max_connections,
-                timeout_s=self._access.timeout_s,
+                timeout_s=access.timeout_s,
+                policy=access.policy,
             )
             await client.__aenter__()  # (does not wait: no other slot gets in between)
-            self._clients[endpoint] = client
+            self._clients[(endpoint, user)] = client
         return client
+
+    @property
+    def shared_buckets(self) -> bool:
+        """Several users' credentials write into the buckets (made public-read-write)."""
+        return len(self._access.credentials) > 1
 
     async def release(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -261,6 +269,7 @@ class S3Engine:
         assert isinstance(run, EntryRun)
         targets = _targets(released)
         requests = _Requests(released, run, await targets.client(run.rank), targets.meta)
+        requests.shared = targets.shared_buckets
         stopped = released.stop.is_set if released.stop is not None else (lambda: False)
         try:
             # At the time limit the requests in flight are cut off: not counted, no error.
@@ -309,6 +318,7 @@ class _Requests:
 
     def __init__(self, job: Job, run: EntryRun, client: S3Client, meta: MetaSettings) -> None:
         self.job, self.run, self.client, self.meta = job, run, client, meta
+        self.shared = False  # MKBUCKETS: buckets for several users' credentials
         self.record = ListRecord()
         self.first_bytes: list[int] = []
         rate = job.options.rate_bytes_per_s
@@ -443,7 +453,9 @@ class _Requests:
     async def bucket(self, bucket: str) -> None:
         kind = self.job.kind
         if kind == MKDIRS:
-            await self.client.create_bucket(bucket, object_lock=self.meta.olockcfg)
+            await self.client.create_bucket(
+                bucket, object_lock=self.meta.olockcfg, shared=self.shared
+            )
         elif kind == RMDIRS:
             await self.client.delete_bucket(bucket)
         else:

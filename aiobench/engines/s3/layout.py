@@ -26,6 +26,12 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from aiobench.engines.s3.policy import (
+    RequestPolicy,
+    parse_credential_list,
+    parse_policy,
+    session_token,
+)
 from aiobench.errors import ConfigError
 from aiobench.kinds import (
     BUCKET_MD_KINDS,
@@ -242,13 +248,17 @@ class Credentials:
     session_token: str = field(default="", repr=False)
 
 
-def parse_credentials(key: str | None, secret: str | None, env: Mapping[str, str]) -> Credentials:
+def parse_credentials(
+    key: str | None, secret: str | None, env: Mapping[str, str], token: str | None = None
+) -> Credentials:
     """``--s3key``/``--s3secret``, each falling back to its environment variable; the
-    session token (``AWS_SESSION_TOKEN``) belongs to the environment's credentials, so it
-    is taken only where both of them come from there."""
+    session token (``--s3sessiontoken``, else ``AWS_SESSION_TOKEN``) belongs to the
+    environment's credentials, so the variable is taken only where both of them come from
+    there."""
     access_key = key if key else env.get(KEY_ENV, "")
     secret_key = secret if secret else env.get(SECRET_ENV, "")
-    token = "" if key or secret else env.get(TOKEN_ENV, "")
+    if token is None:
+        token = "" if key or secret else env.get(TOKEN_ENV, "")
     if token and (not token.isascii() or not token.isprintable() or token != token.strip()):
         raise ConfigError(
             f"{TOKEN_ENV}: must be printable ASCII without surrounding spaces (not shown)"
@@ -283,10 +293,16 @@ class S3Access:
 
     buckets: tuple[BucketPath, ...]
     endpoints: tuple[Endpoint, ...]
-    credentials: Credentials
+    # Thread rank r uses credentials[r % len(credentials)] (--s3credfile, --s3credlist).
+    credentials: tuple[Credentials, ...]
     region: str
     virtual_host: bool
     timeout_s: int  # --s3timeout: see aiobench.engines.s3.deadline
+    policy: RequestPolicy = field(default_factory=RequestPolicy)
+
+    def credentials_of_rank(self, rank: int) -> int:
+        """The index of thread rank ``rank``'s credentials (elbencho's assignment)."""
+        return rank % len(self.credentials)
 
 
 def parse_access(cfg: BenchConfig, env: Mapping[str, str]) -> S3Access:
@@ -298,11 +314,25 @@ def parse_access(cfg: BenchConfig, env: Mapping[str, str]) -> S3Access:
     return S3Access(
         buckets=parse_paths(cfg.paths),
         endpoints=endpoints,
-        credentials=parse_credentials(cfg.s3key, cfg.s3secret, env),
+        credentials=_all_credentials(cfg, env),
         region=parse_region(cfg.s3region),
         virtual_host=cfg.s3virtaddr,
         timeout_s=cfg.s3timeout_s,
+        policy=parse_policy(cfg),
     )
+
+
+def _all_credentials(cfg: BenchConfig, env: Mapping[str, str]) -> tuple[Credentials, ...]:
+    """--s3credfile's or --s3credlist's credentials, else those of --s3key/--s3secret (or
+    the environment), with --s3sessiontoken."""
+    token = session_token(cfg)
+    pairs = parse_credential_list(cfg)
+    if pairs:
+        if cfg.s3key or cfg.s3secret:
+            given = "--s3credfile" if cfg.s3credfile is not None else "--s3credlist"
+            raise ConfigError(f"{given}: cannot be combined with --s3key/--s3secret (give one)")
+        return tuple(Credentials(key, secret, token or "") for key, secret in pairs)
+    return (parse_credentials(cfg.s3key, cfg.s3secret, env, token),)
 
 
 @dataclass(frozen=True, slots=True)

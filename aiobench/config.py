@@ -95,6 +95,12 @@ S3_ONLY = tuple(
         "s3nocompress",
         "s3single",
         "s3targetgbps",
+        "s3mpusizevar",
+        "s3mpusplit",
+        "s3nompcheck",
+        "s3nompucompl",
+        "s3multiignore404",
+        "s3ignoreerrors",
     )
 )
 # Every block's result is kept for the -i summary and the --json document, about 35 KiB
@@ -950,6 +956,54 @@ class BenchConfig:
         shown="none",
         low=1,
     )
+    # -- object storage: multipart uploads and errors (aiobench.engines.s3.engine) -------
+    s3mpusizevar: int = option(
+        None,
+        "--s3mpusizevar",
+        help="Multipart uploads: take a random 0..N-1 bytes off each part but the last, "
+        "which grows by as much.",
+        panel=OBJECTS,
+        metavar="SIZE",
+        shown="0",
+        parse=size,
+        cli_type=str | None,
+    )
+    s3mpusplit: int = option(
+        None,
+        "--s3mpusplit",
+        help="The AWS CRT client's own part size; no effect, as in elbencho's builds without "
+        "the CRT (parts are -b).",
+        panel=OBJECTS,
+        metavar="SIZE",
+        shown="0",
+        parse=size,
+        cli_type=str | None,
+    )
+    s3nompcheck: bool = option(
+        False,
+        "--s3nompcheck",
+        help="Allow multipart uploads of more than 10,000 parts (S3's limit).",
+        panel=OBJECTS,
+    )
+    s3nompucompl: bool = option(
+        False,
+        "--s3nompucompl",
+        help="Send no CompleteMultipartUpload: the uploads stay incomplete (no objects).",
+        panel=OBJECTS,
+    )
+    s3multiignore404: bool = option(
+        False,
+        "--s3multiignore404",
+        help="A CompleteMultipartUpload answered 404 is no error (a retried completion).",
+        panel=OBJECTS,
+    )
+    s3ignoreerrors: bool = option(
+        False,
+        "--s3ignoreerrors",
+        help="A failed upload or download is no error: the run goes on, the failed request "
+        "is not counted as an I/O operation.",
+        panel=OBJECTS,
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -1026,7 +1080,7 @@ class BenchConfig:
             ("--s3maxconns", self.s3maxconns is not None),
             ("--s3timeout", self.s3timeout_s != DEFAULT_S3_TIMEOUT_S),
         ]
-        given += [(flag, getattr(self, name) not in (None, False)) for name, flag in S3_ONLY]
+        given += [(flag, getattr(self, name) not in (None, False, 0)) for name, flag in S3_ONLY]
         given.append(("--s3sign", self.s3sign != 2))
         return [name for name, on in given if on]
 

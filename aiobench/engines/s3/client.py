@@ -346,22 +346,32 @@ class S3Client:
         return etag
 
     async def complete_multipart_upload(
-        self, bucket: str, key: str, upload_id: str, etags: Sequence[str]
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        etags: Sequence[str],
+        missing_ok: bool = False,
     ) -> None:
-        """Complete the upload from its parts' ETags, in part order (1, 2, ...)."""
+        """Complete the upload from its parts' ETags, in part order (1, 2, ...);
+        ``missing_ok``: a 404 (a completion retried after the first one went through) is
+        no error."""
         parts = "".join(
             f"<Part><PartNumber>{n}</PartNumber><ETag>{escape(etag)}</ETag></Part>"
             for n, etag in enumerate(etags, start=1)
         )
         body = f"<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>".encode()
-        _, _, data = await self._call(
+        status, _, data = await self._call(
             "CompleteMultipartUpload",
             "POST",
             bucket,
             key,
             query=[("uploadId", upload_id)],
             body=body,
+            ok=(200, 404) if missing_ok else (200,),
         )
+        if status == 404:  # (missing_ok)
+            return
         # S3 may answer 200 and still fail the completion, in the body.
         root = self._parse(data, bucket, key)
         if _local(root.tag) == "Error":

@@ -22,6 +22,7 @@ import errno
 import functools
 import math
 import os
+import random
 from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, TypeVar
@@ -43,6 +44,7 @@ from aiobench.engines.s3.layout import (
     parse_path,
 )
 from aiobench.engines.s3.metadata import MetaSettings, bucket_request, object_request, settings
+from aiobench.engines.s3.uploads import UploadSettings, upload_settings
 from aiobench.engines.verify import check, pattern
 from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
 from aiobench.kinds import (
@@ -82,8 +84,10 @@ class S3Targets(Targets):
         multidel: int = 0,
         in_parts: bool = False,
         meta: MetaSettings | None = None,
+        uploads: UploadSettings | None = None,
     ) -> None:
         super().__init__(paths)
+        self.uploads = uploads or UploadSettings()  # multipart and errors (engines.s3.uploads)
         self.meta = meta or MetaSettings()  # the metadata phases' (engines.s3.metadata)
         self.buckets = access.buckets
         self.endpoints = access.endpoints
@@ -168,6 +172,10 @@ def _block(job: Job, offset: int, length: int) -> memoryview:
     if salt is not None:
         return memoryview(pattern(offset, length, salt))
     assert job.buf is not None
+    block = job.buf.block_size
+    if length > block:  # (--s3mpusizevar's last part: windows one after the other)
+        windows = [job.buf.next_block(min(block, length - at)) for at in range(0, length, block)]
+        return memoryview(b"".join(view for parts in windows for view in parts))
     parts = job.buf.next_block(length)
     return parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
 
@@ -188,6 +196,7 @@ class S3Engine:
         for path in cfg.paths:
             self.probe(path, not cfg.dryrun)
         settings(cfg)  # (checked first: each ACL, tag and lock option)
+        upload_settings(cfg)
         validate(cfg, PathType.S3)
         access = parse_access(cfg, os.environ)
         size = cfg.size_bytes
@@ -224,6 +233,7 @@ class S3Engine:
             # to --iodepth of one object's parts or ranges in flight (see slot_depth).
             in_parts=cfg.size_bytes > cfg.block_size and not cfg.rand,
             meta=settings(cfg),
+            uploads=upload_settings(cfg),
         )
 
     def prepare_files(
@@ -270,6 +280,7 @@ class S3Engine:
         targets = _targets(released)
         requests = _Requests(released, run, await targets.client(run.rank), targets.meta)
         requests.shared = targets.shared_buckets
+        requests.uploads = targets.uploads
         stopped = released.stop.is_set if released.stop is not None else (lambda: False)
         try:
             # At the time limit the requests in flight are cut off: not counted, no error.
@@ -319,6 +330,8 @@ class _Requests:
     def __init__(self, job: Job, run: EntryRun, client: S3Client, meta: MetaSettings) -> None:
         self.job, self.run, self.client, self.meta = job, run, client, meta
         self.shared = False  # MKBUCKETS: buckets for several users' credentials
+        self.uploads = UploadSettings()
+        self._rng = random.Random()  # --s3mpusizevar's part sizes
         self.record = ListRecord()
         self.first_bytes: list[int] = []
         rate = job.options.rate_bytes_per_s
@@ -362,7 +375,13 @@ class _Requests:
             if job.kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS):
                 await self.bucket(bucket.bucket)
             else:
-                await self.object(k, bucket.bucket, bucket.key(run.name(k), targets.objprefix))
+                try:
+                    await self.object(k, bucket.bucket, bucket.key(run.name(k), targets.objprefix))
+                except S3Error:
+                    # --s3ignoreerrors: a failed transfer ends its object, not the run (its
+                    # failed requests are no I/O operations)
+                    if not (self.uploads.ignore_errors and job.kind in (WRITE, READ)):
+                        raise
             record.ends.append(end := perf_counter_ns())
             if due:
                 record.intended.append(due)
@@ -551,20 +570,23 @@ class _Requests:
         """An object larger than ``-b``: uploaded in parts of ``-b`` bytes (the last may be
         shorter), up to the job's depth of them in flight; an upload that fails is
         aborted."""
-        client, size, block = self.client, self.run.size, self.run.block
+        client, size, block, uploads = self.client, self.run.size, self.run.block, self.uploads
         upload = await client.create_multipart_upload(bucket, key, self.meta.upload_headers())
 
-        async def part(number: int, offset: int) -> str:
+        async def part(number: int, offset: int, length: int) -> str:
             await _sleep_until(self.due(k, number - 1))
-            body = _block(self.job, offset, min(block, size - offset))
+            body = _block(self.job, offset, length)
             return await self._timed(client.upload_part(bucket, key, upload, number, body))
 
         try:
-            parts = enumerate(range(0, size, block), 1)
+            parts = enumerate(uploads.part_sizes(size, block, self._rng), 1)
             etags = await self._in_flight(
-                [functools.partial(part, number, offset) for number, offset in parts]
+                [functools.partial(part, n, offset, length) for n, (offset, length) in parts]
             )
-            await client.complete_multipart_upload(bucket, key, upload, etags)
+            if uploads.complete:
+                await client.complete_multipart_upload(
+                    bucket, key, upload, etags, missing_ok=uploads.ignore_404
+                )
         except BaseException:
             # The parts would stay on the server: aborted, also when the time limit cut the
             # upload off (shielded from that, for a moment).

@@ -101,6 +101,10 @@ S3_ONLY = tuple(
         "s3nompucompl",
         "s3multiignore404",
         "s3ignoreerrors",
+        "s3listobjpar",
+        "s3listverify",
+        "s3randobj",
+        "s3log",
     )
 )
 # Every block's result is kept for the -i summary and the --json document, about 35 KiB
@@ -1004,6 +1008,45 @@ class BenchConfig:
         "is not counted as an I/O operation.",
         panel=OBJECTS,
     )
+    # -- object storage: parallel listing, random objects, request log -----------------------
+    s3listobjpar: bool = option(
+        False,
+        "--s3listobjpar",
+        help="LISTOBJ_P phase: each thread lists its own prefixes of the -n/-N dataset "
+        "(ListObjectsV2 pages of up to 1000).",
+        panel=OBJECTS,
+    )
+    s3listverify: bool = option(
+        False,
+        "--s3listverify",
+        help="LISTOBJ_P checks that each prefix lists exactly its objects, in order (needs "
+        "--s3listobjpar).",
+        panel=OBJECTS,
+    )
+    s3randobj: bool = option(
+        False,
+        "--s3randobj",
+        help="READ: ranged GETs of one block, each of a random object of the thread's "
+        "(--randamount bytes over all threads; default: the dataset's size).",
+        panel=OBJECTS,
+    )
+    s3log: int = option(
+        0,
+        "--s3log",
+        help="Request log level: 0 none; 1-3 failed requests; 4 every request; 5-6 also its "
+        "headers (credentials left out).",
+        panel=OBJECTS,
+        metavar="0-6",
+        low=0,
+        high=6,
+    )
+    s3logprefix: str = option(
+        "aws_sdk_",
+        "--s3logprefix",
+        help="The request log's path and file name prefix; DATE.log is added (YYYY-MM-DD-HH).",
+        panel=OBJECTS,
+        metavar="PREFIX",
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -1082,6 +1125,7 @@ class BenchConfig:
         ]
         given += [(flag, getattr(self, name) not in (None, False, 0)) for name, flag in S3_ONLY]
         given.append(("--s3sign", self.s3sign != 2))
+        given.append(("--s3logprefix", self.s3logprefix != "aws_sdk_"))
         return [name for name, on in given if on]
 
     @property
@@ -1099,6 +1143,7 @@ class BenchConfig:
                 self.s3olockcfg,
                 self.s3bversion,
                 self.s3otag,
+                self.s3listobjpar,
             )
         )
 
@@ -1270,8 +1315,10 @@ def _check_workload(cfg: BenchConfig) -> None:
         raise ConfigError(
             f"-b/--block: {block} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
         )
-    if cfg.randamount_bytes is not None and not cfg.rand:
-        raise ConfigError("--randamount: only applies with --rand")
+    if cfg.s3listverify and not cfg.s3listobjpar:
+        raise ConfigError("--s3listverify: needs --s3listobjpar (it checks that listing)")
+    if cfg.randamount_bytes is not None and not (cfg.rand or cfg.s3randobj):
+        raise ConfigError("--randamount: only applies with --rand (or --s3randobj)")
     if cfg.norandalign and not cfg.rand:
         raise ConfigError("--norandalign: only applies with --rand")
     if cfg.norandalign and cfg.direct:

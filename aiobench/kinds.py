@@ -22,6 +22,7 @@ class PhaseKind(StrEnum):
     RMDIRS = "rmdirs"
     LISTOBJ = "listobj"  # object storage: list the buckets' objects (--s3listobj)
     MULTIDEL = "multidel"  # object storage: delete them in batches (--s3multidel)
+    LISTOBJPAR = "listobjpar"  # object storage: each thread lists its own (--s3listobjpar)
     # Object storage's metadata phases (aiobench.engines.s3.metadata), per bucket ...
     PUTBACL = "putbacl"  # --s3baclput
     PUTBUCKETMD = "putbucketmd"  # --s3btag, --s3olockcfg, --s3bversion (with -d)
@@ -41,7 +42,7 @@ class PhaseKind(StrEnum):
 
 MKDIRS, WRITE, STAT, READ = PhaseKind.MKDIRS, PhaseKind.WRITE, PhaseKind.STAT, PhaseKind.READ
 RMFILES, RMDIRS = PhaseKind.RMFILES, PhaseKind.RMDIRS
-LISTOBJ, MULTIDEL = PhaseKind.LISTOBJ, PhaseKind.MULTIDEL
+LISTOBJ, MULTIDEL, LISTOBJPAR = PhaseKind.LISTOBJ, PhaseKind.MULTIDEL, PhaseKind.LISTOBJPAR
 SYNC, DROPCACHE = PhaseKind.SYNC, PhaseKind.DROPCACHE
 PUTBACL, PUTBUCKETMD, STATDIRS = PhaseKind.PUTBACL, PhaseKind.PUTBUCKETMD, PhaseKind.STATDIRS
 GETBUCKETMD, DELBUCKETMD, GETBACL = PhaseKind.GETBUCKETMD, PhaseKind.DELBUCKETMD, PhaseKind.GETBACL
@@ -50,6 +51,8 @@ GETOBJACL, DELOBJMD = PhaseKind.GETOBJACL, PhaseKind.DELOBJMD
 # The metadata phases of whole buckets and of each object (one entry a bucket, an object).
 BUCKET_MD_KINDS = (PUTBACL, PUTBUCKETMD, STATDIRS, GETBUCKETMD, DELBUCKETMD, GETBACL)
 OBJECT_MD_KINDS = (PUTOBJACL, PUTOBJMD, GETOBJMD, GETOBJACL, DELOBJMD)
+# The phases of object storage whose entries are each thread's objects (as STAT's are)
+OBJECT_ENTRY_KINDS = (*OBJECT_MD_KINDS, LISTOBJPAR)
 
 PHASE_NAMES: dict[PhaseKind, str] = {
     MKDIRS: "MKDIRS",
@@ -60,6 +63,7 @@ PHASE_NAMES: dict[PhaseKind, str] = {
     RMDIRS: "RMDIRS",
     LISTOBJ: "LISTOBJ",
     MULTIDEL: "MULTIDEL",
+    LISTOBJPAR: "LISTOBJ_P",
     **{kind: kind.value.upper() for kind in BUCKET_MD_KINDS + OBJECT_MD_KINDS},
     SYNC: "SYNC",
     DROPCACHE: "DROPCACHE",

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from aiobench.kinds import (
     MKDIRS,
-    OBJECT_MD_KINDS,
+    OBJECT_ENTRY_KINDS,
     READ,
     RMDIRS,
     RMFILES,
@@ -333,7 +333,7 @@ class EntryStream:
         if count <= 0:
             return None
         start, self.issued = self.issued, self.issued + count
-        if self.kind in (WRITE, STAT, READ, RMFILES, *OBJECT_MD_KINDS):  # the thread's files
+        if self.kind in (WRITE, STAT, READ, RMFILES, *OBJECT_ENTRY_KINDS):  # the thread's files
             return self.layout.file_run(self.rank, start, self.issued, self.size)
         pairs = [self.layout.entry(self.kind, self.rank, k) for k in range(start, self.issued)]
         indices = [index for index, _ in pairs]

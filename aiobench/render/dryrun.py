@@ -13,7 +13,7 @@ from aiobench.kinds import (
     LISTOBJ,
     MKDIRS,
     MULTIDEL,
-    OBJECT_MD_KINDS,
+    OBJECT_ENTRY_KINDS,
     RMDIRS,
     RMFILES,
     STAT,
@@ -78,7 +78,7 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
                 text = f"up to {cfg.s3listobj} objects of each bucket listed"
             elif kind == MULTIDEL:
                 text = f"{files} objects, in DeleteObjects batches of {cfg.s3multidel}"
-            elif kind in (STAT, RMFILES, *OBJECT_MD_KINDS):
+            elif kind in (STAT, RMFILES, *OBJECT_ENTRY_KINDS):
                 text = f"{files} {file_word}"
             else:
                 total = files * layout.file_size

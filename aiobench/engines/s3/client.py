@@ -23,7 +23,7 @@ import errno as errno_mod
 import hashlib
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol
@@ -39,6 +39,7 @@ from aiobench.config import DEFAULT_S3_TIMEOUT_S
 from aiobench.engines.s3.deadline import Stalled, Watches
 from aiobench.engines.s3.layout import BucketAddress, Credentials, Endpoint, bucket_address
 from aiobench.engines.s3.policy import RequestPolicy
+from aiobench.engines.s3.requestlog import RequestLog, outcome_of
 from aiobench.engines.s3.sigv4 import Signer, canonical_query, encode_path
 from aiobench.errors import S3Error
 
@@ -147,6 +148,7 @@ class S3Client:
         max_connections: int = 16,
         timeout_s: float = DEFAULT_S3_TIMEOUT_S,
         policy: RequestPolicy | None = None,
+        log: RequestLog | None = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1 (got {max_connections})")
@@ -156,6 +158,7 @@ class S3Client:
         self.max_connections = max_connections
         # Encryption, checksums and payload signing of the requests (engines.s3.policy).
         self.policy = policy or RequestPolicy()
+        self.log = log  # --s3log (engines.s3.requestlog)
         self._tls = endpoint.scheme == "https"
         self._upload_headers = {**self.policy.upload, **self.policy.object}
         self._signer = Signer(
@@ -258,6 +261,21 @@ class S3Client:
         await self._call("DeleteObject", "DELETE", bucket, key, ok=(204, 200))
 
     async def get_range(
+        self, bucket: str, key: str, offset: int, into: memoryview
+    ) -> tuple[int, int]:
+        """:meth:`_get_range`, logged with --s3log."""
+        if self.log is None:
+            return await self._get_range(bucket, key, offset, into)
+        start = time.perf_counter_ns()
+        try:
+            got = await self._get_range(bucket, key, offset, into)
+        except S3Error as exc:
+            self._logged("GetObject", "GET", bucket, key, outcome_of(exc), start, True, None)
+            raise
+        self._logged("GetObject", "GET", bucket, key, f"{got[0]} bytes", start, False, None)
+        return got
+
+    async def _get_range(
         self, bucket: str, key: str, offset: int, into: memoryview
     ) -> tuple[int, int]:
         """GET bytes ``offset`` .. ``offset + len(into) - 1`` of the object into ``into``.
@@ -487,6 +505,49 @@ class S3Client:
         return url, headers
 
     async def _call(
+        self,
+        operation: str,
+        method: str,
+        bucket: str,
+        key: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | memoryview | None = None,
+        headers: dict[str, str] | None = None,
+        ok: tuple[int, ...] = (200,),
+    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
+        """One request whose answer is read whole (:meth:`_send`), logged with --s3log."""
+        send = self._send(
+            operation, method, bucket, key, query=query, body=body, headers=headers, ok=ok
+        )
+        if self.log is None:
+            return await send
+        start = time.perf_counter_ns()
+        try:
+            answer = await send
+        except S3Error as exc:
+            self._logged(operation, method, bucket, key, outcome_of(exc), start, True, headers)
+            raise
+        self._logged(operation, method, bucket, key, f"HTTP {answer[0]}", start, False, headers)
+        return answer
+
+    def _logged(
+        self,
+        operation: str,
+        method: str,
+        bucket: str,
+        key: str,
+        outcome: str,
+        start: int,
+        failed: bool,
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        assert self.log is not None
+        where = f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
+        elapsed = time.perf_counter_ns() - start
+        self.log.request(operation, method, where, outcome, elapsed, failed, headers)
+
+    async def _send(
         self,
         operation: str,
         method: str,

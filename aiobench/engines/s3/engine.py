@@ -44,12 +44,14 @@ from aiobench.engines.s3.layout import (
     parse_path,
 )
 from aiobench.engines.s3.metadata import MetaSettings, bucket_request, object_request, settings
+from aiobench.engines.s3.requestlog import RequestLog, check_prefix
 from aiobench.engines.s3.uploads import UploadSettings, upload_settings
 from aiobench.engines.verify import check, pattern
 from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
 from aiobench.kinds import (
     BUCKET_MD_KINDS,
     LISTOBJ,
+    LISTOBJPAR,
     MKDIRS,
     MULTIDEL,
     OBJECT_MD_KINDS,
@@ -85,8 +87,19 @@ class S3Targets(Targets):
         in_parts: bool = False,
         meta: MetaSettings | None = None,
         uploads: UploadSettings | None = None,
+        list_verify: bool = False,
+        files_per_prefix: int = 0,
+        log: RequestLog | None = None,
     ) -> None:
         super().__init__(paths)
+        # LISTOBJ_P: each prefix's listing (its token, pages in a row that brought nothing,
+        # and with --s3listverify the keys so far), its objects as -N says.
+        self.log = log  # --s3log: the requests' log (closed with the clients)
+        self.list_verify = list_verify
+        self.files_per_prefix = files_per_prefix
+        self.prefix_tokens: dict[tuple[int, str], str | None] = {}
+        self.prefix_idle: dict[tuple[int, str], int] = {}
+        self.listed: dict[tuple[int, str], list[str]] = {}
         self.uploads = uploads or UploadSettings()  # multipart and errors (engines.s3.uploads)
         self.meta = meta or MetaSettings()  # the metadata phases' (engines.s3.metadata)
         self.buckets = access.buckets
@@ -100,13 +113,14 @@ class S3Targets(Targets):
         # LISTOBJ and MULTIDEL: one listing of a bucket at a time (a thread's slots share
         # its buckets), where LISTOBJ's listing of each got to, and how many of its pages
         # in a row brought nothing new (see _Requests._list_page).
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._locks: dict[object, asyncio.Lock] = {}
         self.tokens: dict[int, str | None] = {}
         self.idle_pages: dict[int, int] = {}
 
-    def lock(self, bucket: int) -> asyncio.Lock:
-        """The lock of PATH ``bucket``'s listing (made on the event loop)."""
-        return self._locks.setdefault(bucket, asyncio.Lock())
+    def lock(self, listing: object) -> asyncio.Lock:
+        """The lock of a listing: PATH ``listing``'s, or a (PATH, prefix)'s (made on the
+        event loop)."""
+        return self._locks.setdefault(listing, asyncio.Lock())
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -127,6 +141,7 @@ class S3Targets(Targets):
                 max_connections=self._max_connections,
                 timeout_s=access.timeout_s,
                 policy=access.policy,
+                log=self.log,
             )
             await client.__aenter__()  # (does not wait: no other slot gets in between)
             self._clients[(endpoint, user)] = client
@@ -143,7 +158,10 @@ class S3Targets(Targets):
             await client.aclose()
 
     def close(self) -> None:
-        """Nothing is held outside the event loop (see :meth:`release`)."""
+        """The request log; the clients are the event loop's (see :meth:`release`)."""
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
     def undo(self) -> None:
         """Opening created nothing: the buckets and objects are the phases' work."""
@@ -197,6 +215,8 @@ class S3Engine:
             self.probe(path, not cfg.dryrun)
         settings(cfg)  # (checked first: each ACL, tag and lock option)
         upload_settings(cfg)
+        if cfg.s3log:
+            check_prefix(cfg.s3logprefix)
         validate(cfg, PathType.S3)
         access = parse_access(cfg, os.environ)
         size = cfg.size_bytes
@@ -212,6 +232,7 @@ class S3Engine:
             size,
             block,
             list_max=cfg.s3listobj,
+            rand_objects=cfg.s3randobj,
         )
         return Resolved(PathType.S3, layout, (), settings=access)
 
@@ -231,9 +252,12 @@ class S3Engine:
             multidel=cfg.s3multidel,
             # Objects larger than -b (but not --rand's single blocks): a thread keeps up
             # to --iodepth of one object's parts or ranges in flight (see slot_depth).
-            in_parts=cfg.size_bytes > cfg.block_size and not cfg.rand,
+            in_parts=cfg.size_bytes > cfg.block_size and not (cfg.rand or cfg.s3randobj),
             meta=settings(cfg),
             uploads=upload_settings(cfg),
+            list_verify=cfg.s3listverify,
+            files_per_prefix=cfg.num_files,
+            log=RequestLog(cfg.s3logprefix, cfg.s3log) if cfg.s3log else None,
         )
 
     def prepare_files(
@@ -287,6 +311,8 @@ class S3Engine:
             with phase_cap(released.deadline_ns):
                 if released.kind in (LISTOBJ, MULTIDEL):
                     await requests.whole_buckets(targets, stopped)
+                elif released.kind == LISTOBJPAR:
+                    await requests.prefixes(targets, stopped)
                 else:
                     await requests.entries(targets, stopped)
         except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
@@ -303,6 +329,11 @@ MAX_LIST_KEYS = 1000
 # token they were asked with, this many times in a row is going nowhere: an error, not an
 # endless loop. (S3 may answer a page or two without keys, skipping deleted ones.)
 MAX_IDLE_PAGES = 3
+
+
+def _prefix_of(name: str) -> str:
+    """The listing prefix of an object's name: ``r0/d1/r0-f7`` -> ``r0/d1/r0-``."""
+    return name[: name.rindex("-f") + 1]
 
 
 def _too_few(path: BucketPath, what: str) -> BenchIOError:
@@ -434,6 +465,79 @@ class _Requests:
             targets.tokens[index] = page.next_token
             self._entries(got, start)
         return got
+
+    async def prefixes(self, targets: S3Targets, stopped: Callable[[], bool]) -> None:
+        """LISTOBJ_P: the run's entries (the thread's objects) listed by their prefix
+        (``r<r>/d<i>/r<r>-``), a page at a time; a run ends between pages at its budget's
+        end or a stop."""
+        run, index = self.run, self.run.path_index
+        k = 0
+        while k < len(run):
+            bucket = index if isinstance(index, int) else index[k]
+            prefix = _prefix_of(run.name(k))
+            left = 1
+            while k + left < len(run) and _prefix_of(run.name(k + left)) == prefix:
+                if not isinstance(index, int) and index[k + left] != bucket:
+                    break
+                left += 1
+            while left:
+                done = await self._list_prefix(targets, bucket, prefix, left)
+                k, left = k + done, left - done
+                if perf_counter_ns() > self.job.until_ns or stopped():
+                    return
+
+    async def _list_prefix(self, targets: S3Targets, index: int, prefix: str, want: int) -> int:
+        """Up to ``want`` more keys of ``prefix`` in PATH ``index`` (a page of at most 1000);
+        with --s3listverify, once the prefix is listed whole, its keys checked."""
+        path = targets.buckets[index]
+        full = path.key(prefix, targets.objprefix)
+        listing = (index, full)
+        async with targets.lock(listing):
+            want = min(want, MAX_LIST_KEYS)
+            start = perf_counter_ns()
+            token = targets.prefix_tokens.get(listing)
+            page = await self._timed(
+                self.client.list_objects(path.bucket, full, max_keys=want, token=token)
+            )
+            got = min(len(page.keys), want)
+            if got < want and page.next_token is None:
+                raise _too_few(path, f"the listing of {full} ended early")
+            idle = page.next_token is not None and (not got or page.next_token == token)
+            pages = targets.prefix_idle[listing] = (
+                targets.prefix_idle.get(listing, 0) + 1 if idle else 0
+            )
+            if pages >= MAX_IDLE_PAGES:
+                raise self._listing_stuck(path, pages, page.next_token == token)
+            targets.prefix_tokens[listing] = page.next_token
+            if targets.list_verify:
+                keys = targets.listed.setdefault(listing, [])
+                keys.extend(page.keys[:got])
+                if len(keys) >= targets.files_per_prefix:
+                    self._check_listing(path, full, keys, targets.files_per_prefix)
+            self._entries(got, start)
+        return got
+
+    def _check_listing(self, path: BucketPath, prefix: str, keys: list[str], files: int) -> None:
+        """--s3listverify: the keys of ``prefix`` are its ``files`` objects, in S3's order
+        (by UTF-8 bytes)."""
+        expected = sorted((f"{prefix}f{j}" for j in range(files)), key=str.encode)
+        if keys != expected:
+            wrong = next(
+                (
+                    f"{got!r} where {want!r} was expected"
+                    for got, want in zip(keys, expected, strict=False)
+                    if got != want
+                ),
+                f"{len(keys)} keys, {files} expected",
+            )
+            raise S3Error(
+                endpoint=self.client.endpoint.url,
+                bucket=path.bucket,
+                key=prefix,
+                status=200,
+                code="VerifyFailed",
+                reason=f"listing check: {wrong}",
+            )
 
     def _listing_stuck(self, path: BucketPath, pages: int, same_token: bool) -> S3Error:
         """LISTOBJ's error for PATH ``path`` after ``pages`` idle pages (the last one

@@ -366,6 +366,7 @@ class BucketLayout(DirLayout):
     deleted, by bucket."""
 
     list_max: int = 0  # --s3listobj N
+    rand_objects: bool = False  # --s3randobj: READ as --rand reads it
 
     @property
     def dir_phases(self) -> bool:
@@ -380,7 +381,7 @@ class BucketLayout(DirLayout):
     ) -> list[EntryStream]:
         """Dir mode's streams; ``--rand`` reads are ranged GETs of single blocks
         (:class:`RandomBlocks`)."""
-        if not (order.rand and kind == READ):
+        if not ((order.rand or self.rand_objects) and kind == READ):
             return DirLayout.streams(self, kind, phase_index, order, split)
         count = self.random_reads(order, split.slices)
         return [
@@ -465,10 +466,17 @@ def _objects_per_bucket(layout: BucketLayout) -> tuple[int, ...]:
 
 
 def object_layout(
-    buckets: int, threads: int, dirs: int, files: int, size: int, block: int, list_max: int = 0
+    buckets: int,
+    threads: int,
+    dirs: int,
+    files: int,
+    size: int,
+    block: int,
+    list_max: int = 0,
+    rand_objects: bool = False,
 ) -> BucketLayout:
     """The layout of an S3 run: ``-n`` prefixes per thread, ``-N`` objects each, the
-    buckets as its paths; ``list_max``: --s3listobj."""
+    buckets as its paths; ``list_max``: --s3listobj; ``rand_objects``: --s3randobj."""
     return BucketLayout(
         num_paths=buckets,
         threads=threads,
@@ -478,6 +486,7 @@ def object_layout(
         block_size=block,
         sharing=False,
         list_max=list_max,
+        rand_objects=rand_objects,
     )
 
 

@@ -105,6 +105,8 @@ S3_ONLY = tuple(
         "s3listverify",
         "s3randobj",
         "s3log",
+        "s3mix",
+        "s3mixops",
     )
 )
 # Every block's result is kept for the -i summary and the --json document, about 35 KiB
@@ -1047,6 +1049,27 @@ class BenchConfig:
         panel=OBJECTS,
         metavar="PREFIX",
     )
+    # -- object storage: the MIXED phase (aiobench.engines.s3.mixed) -------------------------
+    s3mix: str | None = option(
+        None,
+        "--s3mix",
+        help="MIXED phase (after READ): GETs, PUTs, DELETEs and HEADs of the thread's "
+        "objects in these shares of 100, as warp mixed, each kind reported apart.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="get=70,put=20,delete=5,stat=5",
+        shown="no such phase",
+    )
+    s3mixops: int | None = option(
+        None,
+        "--s3mixops",
+        help="MIXED: operations per thread (or until --timelimit).",
+        panel=OBJECTS,
+        cli_type=int | None,
+        metavar="N",
+        shown="the thread's objects (-n x -N)",
+        low=1,
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -1144,6 +1167,7 @@ class BenchConfig:
                 self.s3bversion,
                 self.s3otag,
                 self.s3listobjpar,
+                self.s3mix is not None,
             )
         )
 

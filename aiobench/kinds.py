@@ -23,6 +23,7 @@ class PhaseKind(StrEnum):
     LISTOBJ = "listobj"  # object storage: list the buckets' objects (--s3listobj)
     MULTIDEL = "multidel"  # object storage: delete them in batches (--s3multidel)
     LISTOBJPAR = "listobjpar"  # object storage: each thread lists its own (--s3listobjpar)
+    MIXED = "mixed"  # object storage: GETs, PUTs, DELETEs and HEADs in shares (--s3mix)
     # Object storage's metadata phases (aiobench.engines.s3.metadata), per bucket ...
     PUTBACL = "putbacl"  # --s3baclput
     PUTBUCKETMD = "putbucketmd"  # --s3btag, --s3olockcfg, --s3bversion (with -d)
@@ -43,6 +44,7 @@ class PhaseKind(StrEnum):
 MKDIRS, WRITE, STAT, READ = PhaseKind.MKDIRS, PhaseKind.WRITE, PhaseKind.STAT, PhaseKind.READ
 RMFILES, RMDIRS = PhaseKind.RMFILES, PhaseKind.RMDIRS
 LISTOBJ, MULTIDEL, LISTOBJPAR = PhaseKind.LISTOBJ, PhaseKind.MULTIDEL, PhaseKind.LISTOBJPAR
+MIXED = PhaseKind.MIXED
 SYNC, DROPCACHE = PhaseKind.SYNC, PhaseKind.DROPCACHE
 PUTBACL, PUTBUCKETMD, STATDIRS = PhaseKind.PUTBACL, PhaseKind.PUTBUCKETMD, PhaseKind.STATDIRS
 GETBUCKETMD, DELBUCKETMD, GETBACL = PhaseKind.GETBUCKETMD, PhaseKind.DELBUCKETMD, PhaseKind.GETBACL
@@ -64,6 +66,7 @@ PHASE_NAMES: dict[PhaseKind, str] = {
     LISTOBJ: "LISTOBJ",
     MULTIDEL: "MULTIDEL",
     LISTOBJPAR: "LISTOBJ_P",
+    MIXED: "MIXED",
     **{kind: kind.value.upper() for kind in BUCKET_MD_KINDS + OBJECT_MD_KINDS},
     SYNC: "SYNC",
     DROPCACHE: "DROPCACHE",

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from aiobench.kinds import (
+    MIXED,
     MKDIRS,
     OBJECT_ENTRY_KINDS,
     READ,
@@ -58,6 +59,8 @@ class EntryRun:
     first: int = 0  # the number of the first entry in its thread's phase (0, 1, ...)
     # Object storage's --rand reads: each entry is one block of its object, at this offset.
     offsets: list[int] | None = None
+    # Object storage's MIXED phase: each entry's kind of operation (engines.s3.mixed).
+    ops: list[str] | None = None
 
     def __post_init__(self) -> None:
         if self.dirs or not self.leaves:
@@ -113,14 +116,22 @@ class EntryRun:
         rest = index if isinstance(index, int) else index[done:]
         first = self.first + done
         offsets = None if self.offsets is None else self.offsets[done:]
+        ops = None if self.ops is None else self.ops[done:]
         if done >= len(self.leaves):
             return EntryRun(
-                rest, [], self.size, self.block, rank=self.rank, first=first, offsets=offsets
+                rest,
+                [],
+                self.size,
+                self.block,
+                rank=self.rank,
+                first=first,
+                offsets=offsets,
+                ops=ops,
             )
         at = self._stretch_of(done)
         dirs = ((0, self.dirs[at][1]), *((k - done, p) for k, p in self.dirs[at + 1 :]))
         return EntryRun(
-            rest, self.leaves[done:], self.size, self.block, dirs, self.rank, first, offsets
+            rest, self.leaves[done:], self.size, self.block, dirs, self.rank, first, offsets, ops
         )
 
     @property
@@ -206,7 +217,7 @@ class DirLayout:
 
     def moves_data(self, kind: PhaseKind) -> bool:
         """Whether a phase of ``kind`` reads or writes data (empty files: none)."""
-        return kind in (READ, WRITE) and self.file_size > 0
+        return kind in (READ, WRITE, MIXED) and self.file_size > 0
 
     def bytes_per_path(self) -> list[int]:
         """The bytes of data in each PATH: its files'."""

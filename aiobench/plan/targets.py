@@ -14,6 +14,7 @@ import os
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from aiobench.config import BenchConfig, validate
 from aiobench.errors import ConfigError
@@ -21,6 +22,9 @@ from aiobench.kinds import MKDIRS, WRITE, PathType
 from aiobench.plan.dirmode import SYMLINK, DirLayout
 from aiobench.plan.workload import Layout
 from aiobench.units import MAX_BYTES, format_bytes
+
+if TYPE_CHECKING:
+    from aiobench.stats.opkinds import OpKindTally
 
 FILE, BLOCKDEV, DIR = PathType.FILE, PathType.BLOCKDEV, PathType.DIR
 FileId = tuple[int, int]  # (st_dev, st_ino): which file or dir a name led to
@@ -66,6 +70,11 @@ class Targets:
     def close(self) -> None:
         """Release the handles."""
         raise NotImplementedError
+
+    def take_op_kinds(self) -> dict[str, OpKindTally]:
+        """A phase that mixes kinds of operations (object storage's MIXED): what each kind
+        did since the last call; {} for engines that never mix."""
+        return {}
 
     @property
     def servers(self) -> tuple[str, ...]:

@@ -220,6 +220,7 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
     if phase.sched_latency is not None:
         # Under a rate limit: from each operation's scheduled start (coordinated omission).
         out += latency_rows("Sched", phase.sched_latency, options)
+    out += op_kind_rows(phase)
     if options.pertarget is None:
         out += slow_target_row(phase)
     return out + client_bound_row(phase) + SEPARATOR
@@ -342,6 +343,28 @@ def slow_target_row(phase: PhaseResult) -> str:
         f"average of {shown_average} {unit} (--pertarget lists every target)"
     )
     return _wide_row("Slowest target", text)
+
+
+def op_kind_rows(phase: PhaseResult) -> str:
+    """A MIXED phase's kinds, a row each: ``GET : 700 ops (70.0 %), 812 ops/s, 3 MiB/s,
+    lat avg=… p99=…, TTFB avg=…``; '' for other phases."""
+    total = sum(k.ops for k in phase.op_kinds)
+    elapsed = phase.last_done.elapsed_ns
+    out = ""
+    for kind in phase.op_kinds:
+        share = 100 * kind.ops / total if total else 0.0
+        rate = int(kind.ops * 1e9 / elapsed) if elapsed else 0
+        text = f"{kind.ops} ops ({share:.1f} %), {rate} ops/s"
+        if kind.bytes:
+            text += f", {int(kind.bytes * 1e9 / elapsed) // MIB if elapsed else 0} MiB/s"
+        lat = kind.latency
+        if lat.count:
+            p99 = lat.at([99.0])[99.0]
+            text += f", lat avg={format_latency(lat.mean_ns)} p99={format_latency(p99)}"
+        if kind.ttfb is not None and kind.ttfb.count:
+            text += f", TTFB avg={format_latency(kind.ttfb.mean_ns)}"
+        out += _wide_row(kind.op, text)
+    return out
 
 
 def client_bound_row(phase: PhaseResult) -> str:

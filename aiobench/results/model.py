@@ -33,6 +33,8 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     3, extended without a bump — meta.config.s3timeout_s (--s3timeout; optional), and the
         fields an S3 request's error always carried (error.endpoint, .bucket, .key,
         .status, .code), now described.
+    3, extended without a bump — phases[].op_kinds (a MIXED phase's operations by kind,
+        --s3mix); a phase without it has none.
     3, extended without a bump — phases[].client_cpu_pct (aiobench's own CPU over the phase
         as a share of what it may use); a phase without it reads as 0.
 """
@@ -328,6 +330,17 @@ def target_report(members: tuple[MemberT, ...]) -> TargetReport[MemberT] | None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OpKindResult:
+    """One kind of operation of a phase that mixes kinds (object storage's MIXED)."""
+
+    op: str  # GET, PUT, DELETE, STAT
+    ops: int
+    bytes: int
+    latency: LatencySummary
+    ttfb: LatencySummary | None = None  # GETs: to the first body byte
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ThreadTotals:
     rank: int
     ops: int
@@ -375,6 +388,8 @@ class PhaseResult:
     hosts: tuple[HostTotals, ...] = ()
     # Object storage with several endpoints: the per-target report over them.
     endpoints: tuple[EndpointTotals, ...] = ()
+    # A phase that mixes kinds (--s3mix): each kind's operations, bytes and latency.
+    op_kinds: tuple[OpKindResult, ...] = ()
     # The I/O error that ended this phase (BenchIOError.to_dict()), or None.
     error: dict[str, object] | None = None
 

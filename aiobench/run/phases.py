@@ -39,6 +39,7 @@ from aiobench.run.worker import (
 )
 from aiobench.stats import client
 from aiobench.stats.intervals import CpuSample, IntervalSeries
+from aiobench.stats.opkinds import summarise_kinds
 from aiobench.stats.summary import active_at, progress, summarise
 from aiobench.stats.tally import PhaseAbout, PhaseTally, SlotTally, ThreadTally
 
@@ -216,6 +217,9 @@ class PhaseRun:
         finally:
             close_buffers(slots)  # (after the phase's figures: not part of its time)
         result = replace(summarise(tally), startup_ns=tally.start_ns - self.setup_ns)
+        kinds = ctx.targets.take_op_kinds()
+        if kinds:  # (a MIXED phase: each kind of operation apart)
+            result = replace(result, op_kinds=summarise_kinds(kinds))
         if kind == RMDIRS:
             job.barrier()  # shared dirs inside r0 may still be in other processes' hands
             self._rank_dirs()

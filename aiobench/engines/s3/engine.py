@@ -44,6 +44,8 @@ from aiobench.engines.s3.layout import (
     parse_path,
 )
 from aiobench.engines.s3.metadata import MetaSettings, bucket_request, object_request, settings
+from aiobench.engines.s3.mixed import DELETE, GET, PUT, Mix, parse_mix
+from aiobench.engines.s3.mixed import STAT as STAT_OP
 from aiobench.engines.s3.requestlog import RequestLog, check_prefix
 from aiobench.engines.s3.uploads import UploadSettings, upload_settings
 from aiobench.engines.verify import check, pattern
@@ -52,6 +54,7 @@ from aiobench.kinds import (
     BUCKET_MD_KINDS,
     LISTOBJ,
     LISTOBJPAR,
+    MIXED,
     MKDIRS,
     MULTIDEL,
     OBJECT_MD_KINDS,
@@ -65,6 +68,7 @@ from aiobench.kinds import (
 )
 from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.targets import Probe, Resolved, Targets, check_randamount
+from aiobench.stats.opkinds import OpKindTally
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
@@ -100,6 +104,8 @@ class S3Targets(Targets):
         self.prefix_tokens: dict[tuple[int, str], str | None] = {}
         self.prefix_idle: dict[tuple[int, str], int] = {}
         self.listed: dict[tuple[int, str], list[str]] = {}
+        # MIXED: what each kind of operation did in this phase (taken at its end)
+        self.op_kinds: dict[str, OpKindTally] = {}
         self.uploads = uploads or UploadSettings()  # multipart and errors (engines.s3.uploads)
         self.meta = meta or MetaSettings()  # the metadata phases' (engines.s3.metadata)
         self.buckets = access.buckets
@@ -146,6 +152,10 @@ class S3Targets(Targets):
             await client.__aenter__()  # (does not wait: no other slot gets in between)
             self._clients[(endpoint, user)] = client
         return client
+
+    def take_op_kinds(self) -> dict[str, OpKindTally]:
+        kinds, self.op_kinds = self.op_kinds, {}
+        return kinds
 
     @property
     def shared_buckets(self) -> bool:
@@ -220,10 +230,11 @@ class S3Engine:
         validate(cfg, PathType.S3)
         access = parse_access(cfg, os.environ)
         size = cfg.size_bytes
-        if size == 0 and (cfg.write or cfg.read):
+        if size == 0 and (cfg.write or cfg.read or cfg.s3mix is not None):
             raise ConfigError("-s/--size: needed (and > 0): the size of each object")
         block = min(cfg.block_size, size or cfg.block_size)
         check_randamount(cfg, block)
+        mix = _checked_mix(cfg)
         layout = object_layout(
             len(cfg.paths),
             cfg.threads,
@@ -233,6 +244,8 @@ class S3Engine:
             block,
             list_max=cfg.s3listobj,
             rand_objects=cfg.s3randobj,
+            mix=mix,
+            mix_ops=cfg.s3mixops,
         )
         return Resolved(PathType.S3, layout, (), settings=access)
 
@@ -305,6 +318,7 @@ class S3Engine:
         requests = _Requests(released, run, await targets.client(run.rank), targets.meta)
         requests.shared = targets.shared_buckets
         requests.uploads = targets.uploads
+        requests.op_kinds = targets.op_kinds
         stopped = released.stop.is_set if released.stop is not None else (lambda: False)
         try:
             # At the time limit the requests in flight are cut off: not counted, no error.
@@ -329,6 +343,30 @@ MAX_LIST_KEYS = 1000
 # token they were asked with, this many times in a row is going nowhere: an error, not an
 # endless loop. (S3 may answer a page or two without keys, skipping deleted ones.)
 MAX_IDLE_PAGES = 3
+
+
+# The phase whose request each kind of a MIXED phase makes
+_MIXED_AS = {GET: READ, PUT: WRITE, DELETE: RMFILES, STAT_OP: STAT}
+
+
+def _checked_mix(cfg: BenchConfig) -> Mix | None:
+    """--s3mix's shares; ConfigError where the run cannot do them as asked."""
+    if cfg.s3mix is None:
+        if cfg.s3mixops is not None:
+            raise ConfigError("--s3mixops: only applies with --s3mix")
+        return None
+    mix = parse_mix(cfg.s3mix)
+    if cfg.iodepth > 1:
+        raise ConfigError(
+            "--s3mix: a thread's operations run one after the other (--iodepth 1); "
+            "give more threads (-t) for more in flight"
+        )
+    if dict(mix.shares)[DELETE] and cfg.num_files * max(cfg.num_dirs, 1) < 2:
+        raise ConfigError(
+            "--s3mix: deletes need two objects per thread at least (-n x -N), so that one "
+            "is always there to read"
+        )
+    return mix
 
 
 def _prefix_of(name: str) -> str:
@@ -362,6 +400,7 @@ class _Requests:
         self.job, self.run, self.client, self.meta = job, run, client, meta
         self.shared = False  # MKBUCKETS: buckets for several users' credentials
         self.uploads = UploadSettings()
+        self.op_kinds: dict[str, OpKindTally] = {}  # MIXED: S3Targets.op_kinds
         self._rng = random.Random()  # --s3mpusizevar's part sizes
         self.record = ListRecord()
         self.first_bytes: list[int] = []
@@ -584,10 +623,13 @@ class _Requests:
         else:
             await bucket_request(kind, self.client, self.meta, bucket)
 
-    async def object(self, k: int, bucket: str, key: str) -> None:
-        """Object ``k`` of the run in a phase of the job's kind."""
-        kind, client, size, block = self.job.kind, self.client, self.run.size, self.run.block
-        if kind in OBJECT_MD_KINDS:
+    async def object(self, k: int, bucket: str, key: str, kind: PhaseKind | None = None) -> None:
+        """Object ``k`` of the run in a phase of ``kind`` (default: the job's)."""
+        client, size, block = self.client, self.run.size, self.run.block
+        kind = kind or self.job.kind
+        if kind == MIXED:
+            await self._mixed(k, bucket, key)
+        elif kind in OBJECT_MD_KINDS:
             await object_request(kind, client, self.meta, bucket, key)
         elif kind == STAT:
             await client.head_object(bucket, key)
@@ -617,6 +659,22 @@ class _Requests:
             await self._in_flight([functools.partial(get, j, offset) for j, offset in ranges])
         else:  # pragma: no cover - a programming error
             raise ValueError(kind)
+
+    async def _mixed(self, k: int, bucket: str, key: str) -> None:
+        """Operation ``k`` of a MIXED run, its kind the run's (engines.s3.mixed), kept in
+        its kind's tally."""
+        assert self.run.ops is not None  # (a MIXED run says each operation's kind)
+        op = self.run.ops[k]
+        tally = self.op_kinds.setdefault(op, OpKindTally())
+        first_bytes = len(self.first_bytes)
+        start = perf_counter_ns()
+        await self.object(k, bucket, key, _MIXED_AS[op])
+        tally.latency_ns.append(perf_counter_ns() - start)
+        tally.ops += 1
+        if op in (GET, PUT):
+            tally.bytes += self.run.size
+        if len(self.first_bytes) > first_bytes:  # (a GET's first range)
+            tally.ttfb_ns.append(self.first_bytes[first_bytes])
 
     async def _in_flight(self, requests: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
         """The results of ``requests``, in order, up to the job's depth of them at a time

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from aiobench.engines.s3.mixed import Mix, MixedOps
 from aiobench.engines.s3.policy import (
     RequestPolicy,
     parse_credential_list,
@@ -36,6 +37,7 @@ from aiobench.errors import ConfigError
 from aiobench.kinds import (
     BUCKET_MD_KINDS,
     LISTOBJ,
+    MIXED,
     MKDIRS,
     MULTIDEL,
     READ,
@@ -367,6 +369,8 @@ class BucketLayout(DirLayout):
 
     list_max: int = 0  # --s3listobj N
     rand_objects: bool = False  # --s3randobj: READ as --rand reads it
+    mix: Mix | None = None  # --s3mix
+    mix_ops: int | None = None  # --s3mixops (None: the thread's objects)
 
     @property
     def dir_phases(self) -> bool:
@@ -381,6 +385,19 @@ class BucketLayout(DirLayout):
     ) -> list[EntryStream]:
         """Dir mode's streams; ``--rand`` reads are ranged GETs of single blocks
         (:class:`RandomBlocks`)."""
+        if kind == MIXED:
+            assert self.mix is not None  # (the phase runs only with --s3mix)
+            return [
+                MixedOps(
+                    self,
+                    kind,
+                    rank,
+                    self.entries(kind, rank),
+                    self.mix,
+                    stream_rng(order, phase_index, rank),
+                )
+                for rank in split.ids
+            ]
         if not ((order.rand or self.rand_objects) and kind == READ):
             return DirLayout.streams(self, kind, phase_index, order, split)
         count = self.random_reads(order, split.slices)
@@ -408,6 +425,8 @@ class BucketLayout(DirLayout):
         return min(objects, self.list_max) if kind == LISTOBJ else objects
 
     def entries(self, kind: PhaseKind, rank: int) -> int:
+        if kind == MIXED:
+            return self.mix_ops or self.files_per_rank()
         if kind in BUCKET_KINDS:
             return sum(self.per_bucket(kind, b) for b in self.buckets(rank))
         return DirLayout.entries(self, kind, rank)
@@ -474,6 +493,8 @@ def object_layout(
     block: int,
     list_max: int = 0,
     rand_objects: bool = False,
+    mix: Mix | None = None,
+    mix_ops: int | None = None,
 ) -> BucketLayout:
     """The layout of an S3 run: ``-n`` prefixes per thread, ``-N`` objects each, the
     buckets as its paths; ``list_max``: --s3listobj; ``rand_objects``: --s3randobj."""
@@ -487,6 +508,8 @@ def object_layout(
         sharing=False,
         list_max=list_max,
         rand_objects=rand_objects,
+        mix=mix,
+        mix_ops=mix_ops,
     )
 
 

@@ -74,18 +74,27 @@ FD_RESERVE = 32
 _NR_OPEN = 1 << 20
 
 
-def _paths(given: list[str] | None, name: str) -> tuple[str, ...]:
-    """PATH...: at least one, bracket ranges expanded, none twice."""
+def _path_patterns(given: list[str] | None, name: str) -> tuple[str, ...]:
+    """PATH... as given: at least one (:func:`expanded_paths` expands them)."""
     if not given:
         raise ConfigError("missing PATH: name at least one file, block device or directory")
-    _check_path_count(given)
-    expanded = [path for pattern in given for path in expand_brackets(pattern)]
+    return tuple(given)
+
+
+def expanded_paths(patterns: tuple[str, ...], *, literal: bool = False) -> tuple[str, ...]:
+    """PATH...: bracket ranges expanded (``literal``, --nopathexp: kept as typed), none
+    twice."""
+    if literal:
+        expanded = list(patterns)
+    else:
+        _check_path_count(list(patterns))
+        expanded = [path for pattern in patterns for path in expand_brackets(pattern)]
     seen: dict[str, str] = {}
     for path in expanded:
         key = os.path.normpath(os.path.abspath(path))  # f and ./f are one file
         if key in seen:
             also = "" if seen[key] == path else f" (also as {seen[key]})"
-            raise ConfigError(f"{name}: {path} is given more than once{also}")
+            raise ConfigError(f"PATH: {path} is given more than once{also}")
         seen[key] = path
     return tuple(expanded)
 
@@ -145,7 +154,7 @@ class BenchConfig:
         panel=WORKLOAD,
         cli_type=list[str] | None,
         metavar="PATH",
-        parse=_paths,
+        parse=_path_patterns,
         argument=True,
     )
     write: bool = option(False, "-w", "--write", help="Write phase.", panel=WORKLOAD)
@@ -669,6 +678,20 @@ class BenchConfig:
         low=1,
         high=MAX_SECONDS,
     )
+    # --- elbencho drop-in: custom tree and output options (#24) ---
+    nopathexp: bool = option(
+        False,
+        "--nopathexp",
+        help="Take each PATH literally: no expansion of [1-4] ranges.",
+        panel=WORKLOAD,
+    )
+    nocsvlabels: bool = option(
+        False,
+        "--nocsvlabels",
+        help="No header row with the column labels in a new --csvfile.",
+        panel=OUTPUTS,
+    )
+    # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -839,6 +862,9 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     :class:`ConfigError`. Besides :func:`validate`, it checks what this process may do
     (``--dropcache`` needs the right to drop the page cache)."""
     values = parsed(BenchConfig, raw)
+    patterns = values["paths"]
+    assert isinstance(patterns, tuple)
+    values["paths"] = expanded_paths(patterns, literal=bool(values["nopathexp"]))
     limit_ns = duration_ns(str(raw.get("timelimit", 0)), "--timelimit")  # (parsed: valid)
     values["timelimit_ns"] = limit_ns if limit_ns % NS_PER_S else 0
     paths = values["paths"]

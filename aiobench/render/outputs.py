@@ -95,7 +95,9 @@ def check_output_files(cfg: BenchConfig) -> None:
         if not os.access(target, os.W_OK):
             raise ConfigError(f"{option}: cannot write to {printable(target)}")
         appended = place.kind == REGULAR and os.path.getsize(place.real)
-        if option in headers and appended and not cfg.dryrun:
+        # (--nocsvlabels: a --csvfile without a header row is appended to as it is.)
+        labels = option in headers and not (option == "--csvfile" and cfg.nocsvlabels)
+        if labels and appended and not cfg.dryrun:
             _check_header(option, shown, place.real, headers[option])
 
 
@@ -313,7 +315,8 @@ class Outputs(Observer):
             block = text.replace(SEPARATOR, status_row(phase) + SEPARATOR, 1)
             self._write("--resfile", (self._res_header() if not self.shown else "") + block)
         if cfg.csvfile_path is not None:
-            self._write("--csvfile", line(result_row(self.meta, phase)), RESULT_HEADER)
+            labels = None if cfg.nocsvlabels else RESULT_HEADER
+            self._write("--csvfile", line(result_row(self.meta, phase)), labels)
         if cfg.jsonfile_path is not None:
             from aiobench.render.json import phase_record
 

@@ -691,6 +691,56 @@ class BenchConfig:
         help="No header row with the column labels in a new --csvfile.",
         panel=OUTPUTS,
     )
+    treefile: str | None = option(
+        None,
+        "--treefile",
+        help="Dir mode: a custom tree in PATH, as listed in FILE (elbencho's tree file: "
+        "'d DIR' and 'f BYTES FILE' lines, names relative to PATH; other lines skipped). "
+        "With --treescan: where the scan is written.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none; with --treescan /var/tmp/aiobench_USER_treescan.txt",
+    )
+    treescan: str | None = option(
+        None,
+        "--treescan",
+        help="Dir mode: scan DIR (its dirs and regular files, no symlinks) into a tree file "
+        "(--treefile) and run on that tree in PATH.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="DIR",
+        shown="none",
+    )
+    treerand: bool = option(
+        False,
+        "--treerand",
+        help="Custom tree: files in a random order (by --seed) instead of by size.",
+        panel=DIR_MODE,
+    )
+    treeroundup_bytes: int = option(
+        None,
+        "--treeroundup",
+        help="Custom tree: round every file size up to a multiple of SIZE (for --direct).",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="0 (as listed)",
+        parse=size,
+        json_key="treeroundup",
+    )
+    sharesize_bytes: int = option(
+        None,
+        "--sharesize",
+        help="Custom tree: files of at least SIZE are split between the threads, each "
+        "writing or reading its part; smaller ones go whole to one thread.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="32 blocks",
+        parse=size,
+        json_key="sharesize",
+    )
     # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
@@ -915,6 +965,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_entries(cfg.threads, cfg.dirs, cfg.files, cfg.dirsharing)
     _check_workload(cfg)
     _check_outputs(cfg)
+    _check_tree_options(cfg, path_type)
     if path_type == PathType.S3:
         _check_objects(cfg)
         return
@@ -1176,3 +1227,33 @@ def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]])
         if key in seen:
             raise ConfigError(f"{name}: {path} is also given as {seen[key]}")
         seen[key] = name
+
+
+def _check_tree_options(cfg: BenchConfig, path_type: PathType | None) -> None:
+    """The custom tree's options (--treefile, --treescan and what shapes the tree)."""
+    tree = cfg.treefile is not None or cfg.treescan is not None
+    if not tree:
+        for name, given in (
+            ("--treerand", cfg.treerand),
+            ("--treeroundup", bool(cfg.treeroundup_bytes)),
+            ("--sharesize", bool(cfg.sharesize_bytes)),
+        ):
+            if given:
+                raise ConfigError(f"{name}: only applies with --treefile or --treescan")
+        return
+    option = "--treefile" if cfg.treescan is None else "--treescan"
+    if cfg.treefile is not None and not cfg.treefile:
+        raise ConfigError("--treefile: give a file name")
+    if cfg.treescan is not None and cfg.treescan.startswith(S3_SCHEME):
+        raise ConfigError("--treescan: scans a directory; s3:// is not supported")
+    for name, given in (
+        ("-n/--dirs", cfg.dirs is not None),
+        ("-N/--files", cfg.files is not None),
+        ("--dirsharing", cfg.dirsharing),
+    ):
+        if given:
+            raise ConfigError(f"{name}: cannot be combined with {option} (the tree lists them)")
+    if len(cfg.paths) > 1:
+        raise ConfigError(f"{option}: takes one PATH, the directory the tree is made in")
+    if path_type is not None and path_type != PathType.DIR:
+        raise ConfigError(f"{option}: PATH must be a directory (dir mode), not a {path_type}")

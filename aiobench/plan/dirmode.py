@@ -48,6 +48,9 @@ class EntryRun:
     first: int = 0  # the number of the first entry in its thread's phase (0, 1, ...)
     # Object storage's --rand reads: each entry is one block of its object, at this offset.
     offsets: list[int] | None = None
+    # A file shared between threads (custom tree, --sharesize): the entries' ``size`` bytes
+    # start at this offset of the file; 0 for whole files.
+    start: int = 0
 
     def __post_init__(self) -> None:
         if self.dirs or not self.leaves:
@@ -105,12 +108,27 @@ class EntryRun:
         offsets = None if self.offsets is None else self.offsets[done:]
         if done >= len(self.leaves):
             return EntryRun(
-                rest, [], self.size, self.block, rank=self.rank, first=first, offsets=offsets
+                rest,
+                [],
+                self.size,
+                self.block,
+                rank=self.rank,
+                first=first,
+                offsets=offsets,
+                start=self.start,
             )
         at = self._stretch_of(done)
         dirs = ((0, self.dirs[at][1]), *((k - done, p) for k, p in self.dirs[at + 1 :]))
         return EntryRun(
-            rest, self.leaves[done:], self.size, self.block, dirs, self.rank, first, offsets
+            rest,
+            self.leaves[done:],
+            self.size,
+            self.block,
+            dirs,
+            self.rank,
+            first,
+            offsets,
+            self.start,
         )
 
     @property

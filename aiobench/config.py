@@ -741,6 +741,20 @@ class BenchConfig:
         parse=size,
         json_key="sharesize",
     )
+    live1: bool = option(
+        False,
+        "--live1",
+        help="The live progress as one line redrawn in place (aiobench's only live view "
+        "on a terminal; elbencho's default there is a full screen).",
+        panel=OUTPUTS,
+    )
+    live1n: bool = option(
+        False,
+        "--live1n",
+        help="The live progress as a new line on stderr at each --liveint, on a terminal "
+        "or not (a log file, a pipe).",
+        panel=OUTPUTS,
+    )
     # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
@@ -965,7 +979,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_entries(cfg.threads, cfg.dirs, cfg.files, cfg.dirsharing)
     _check_workload(cfg)
     _check_outputs(cfg)
-    _check_tree_options(cfg, path_type)
+    _check_elbencho_options(cfg, path_type)
     if path_type == PathType.S3:
         _check_objects(cfg)
         return
@@ -1229,8 +1243,12 @@ def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]])
         seen[key] = name
 
 
-def _check_tree_options(cfg: BenchConfig, path_type: PathType | None) -> None:
-    """The custom tree's options (--treefile, --treescan and what shapes the tree)."""
+def _check_elbencho_options(cfg: BenchConfig, path_type: PathType | None) -> None:
+    """elbencho's output options, and the custom tree's (--treefile, --treescan and what
+    shapes the tree)."""
+    for name, given in (("--live1", cfg.live1), ("--live1n", cfg.live1n)):
+        if given and not cfg.live:
+            raise ConfigError(f"{name}: cannot be combined with --nolive (no live view)")
     tree = cfg.treefile is not None or cfg.treescan is not None
     if not tree:
         for name, given in (

@@ -40,6 +40,7 @@ from aiobench.text import printable
 # records of --jsonfile and --livejson (a run's start: scripts/bench --section startup).
 if TYPE_CHECKING:
     from aiobench.render.live import LiveLine
+    from aiobench.render.livelines import NewLines
 
 _CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
 
@@ -150,8 +151,12 @@ class Outputs(Observer):
         self.meta = meta
         self.human = human
         self.table = TableOptions.from_config(cfg.to_dict())
-        self.live: LiveLine | None = None
-        if cfg.live and human.isatty():
+        self.live: LiveLine | NewLines | None = None
+        if cfg.live and cfg.live1n:  # (elbencho's --live1n: a line per update, on stderr)
+            from aiobench.render.livelines import NewLines
+
+            self.live = NewLines(sys.stderr)
+        elif cfg.live and human.isatty():
             from aiobench.render.live import LiveLine
 
             self.live = LiveLine(human)

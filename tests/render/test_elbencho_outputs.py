@@ -1,12 +1,13 @@
-"""elbencho's output and path options (#24): --nopathexp, --nocsvlabels, through the real CLI."""
+"""elbencho's output and path options (#24), through the real CLI."""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
-from tests.helpers import make_cfg
+from tests.helpers import assert_usage_error, make_cfg
 from tests.helpers import run_aiobench as aiobench
 
 KIB = 1024
@@ -53,3 +54,22 @@ def test_nocsvlabels_leaves_out_the_header_row(tmp_path: Path) -> None:
     assert all(row[0] != "ISO date" for row in bare)
     assert [len(row) for row in bare] == [len(labelled[0])] * 2
     assert [row[labelled[0].index("operation")] for row in bare] == ["WRITE", "WRITE"]
+
+
+LIVE_LINE = re.compile(r"^WRITE +\d+%  .*IOPS  elapsed .*  ETA ", re.M)
+
+
+def test_live1n_writes_a_progress_line_per_interval_to_stderr(tmp_path: Path) -> None:
+    args = ("-w", "-b", "4k", "-s", "1m", "--infloop", "--timelimit", "1", "--liveint", "50")
+    plain = aiobench(*args, "f", cwd=tmp_path)
+    lines = aiobench(*args, "--live1n", "f", cwd=tmp_path)
+    assert plain.returncode == 0 and lines.returncode == 0, (plain.stderr, lines.stderr)
+    assert LIVE_LINE.findall(plain.stderr) == []  # not a terminal: no live view
+    assert len(LIVE_LINE.findall(lines.stderr)) >= 3, lines.stderr
+    assert LIVE_LINE.findall(lines.stdout) == []
+
+
+def test_live1n_with_nolive_is_a_usage_error(tmp_path: Path) -> None:
+    proc = aiobench("-w", "-s", "4k", "--nolive", "--live1n", "f", cwd=tmp_path)
+    assert_usage_error(proc, ["--live1n", "--nolive"])
+    assert not (tmp_path / "f").exists()

@@ -755,6 +755,13 @@ class BenchConfig:
         "or not (a log file, a pipe).",
         panel=OUTPUTS,
     )
+    allelapsed: bool = option(
+        False,
+        "--allelapsed",
+        help="A row with each thread's time to completion in ms, by thread rank.",
+        panel=OUTPUTS,
+        show_help="Add each thread's time to completion.",
+    )
     # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False

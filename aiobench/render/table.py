@@ -68,6 +68,7 @@ class TableOptions:
     lathisto: bool = False
     cpu: bool = False
     pertarget: bool | None = None
+    allelapsed: bool = False  # elbencho's "Time ms each" row
 
     @classmethod
     def from_config(cls, config: Mapping[str, object]) -> TableOptions:
@@ -154,6 +155,15 @@ def _cpu_row(phase: PhaseResult) -> str:
     return _row("", "CPU util %", phase.first_done.cpu_percent, phase.last_done.cpu_percent)
 
 
+def elapsed_each_row(phase: PhaseResult) -> str:
+    """--allelapsed: each thread's time to completion in whole ms, by rank (elbencho's
+    ``Time ms each`` row)."""
+    threads = sorted(phase.threads, key=lambda t: t.rank)
+    return _wide_row(
+        "Time ms each", "[ " + "".join(f"{t.elapsed_ns // NS_PER_MS} " for t in threads) + "]"
+    )
+
+
 def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
     """elbencho's rows of an --rwmixpct phase: write, read and total apart."""
     first, last = phase.first_done, phase.last_done
@@ -172,6 +182,8 @@ def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
     )
     if options.cpu:
         out += _cpu_row(phase)
+    if options.allelapsed:
+        out += elapsed_each_row(phase)
     for prefix, lat in (("IO wr", phase.write_latency), ("IO rd", phase.read_latency)):
         if lat is not None:
             out += latency_rows(prefix, lat, options)
@@ -205,6 +217,8 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         out += _row("", f"{entries} total", first.entries, last.entries)
     if options.cpu:
         out += _cpu_row(phase)
+    if options.allelapsed:
+        out += elapsed_each_row(phase)
     if phase.entry_latency is not None:
         out += latency_rows(entries, phase.entry_latency, options)
     out += latency_rows("IO", phase.io_latency, options)

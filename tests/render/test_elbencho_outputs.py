@@ -73,3 +73,33 @@ def test_live1n_with_nolive_is_a_usage_error(tmp_path: Path) -> None:
     proc = aiobench("-w", "-s", "4k", "--nolive", "--live1n", "f", cwd=tmp_path)
     assert_usage_error(proc, ["--live1n", "--nolive"])
     assert not (tmp_path / "f").exists()
+
+
+EACH_ROW = re.compile(r"^ +Time ms each +: \[ ((?:\d+ )*)\]$", re.M)
+
+
+def _each(text: str) -> list[list[int]]:
+    return [[int(ms) for ms in row.split()] for row in EACH_ROW.findall(text)]
+
+
+def _thread_ms(doc: Path) -> list[list[int]]:
+    phases = json.loads(doc.read_text())["phases"]
+    return [
+        [t["elapsed_ns"] // 1_000_000 for t in sorted(p["threads"], key=lambda t: t["rank"])]
+        for p in phases
+    ]
+
+
+def test_allelapsed_shows_each_threads_time_as_in_the_json(tmp_path: Path) -> None:
+    args = ("-w", "-r", "-t", "3", "-b", "64k", "-s", "12m", "--nolive", "--json")
+    plain = aiobench(*args, "p.json", "f", cwd=tmp_path)
+    each = aiobench(*args, "a.json", "--allelapsed", "f", cwd=tmp_path)
+    assert plain.returncode == 0 and each.returncode == 0, (plain.stderr, each.stderr)
+    assert _each(plain.stdout) == []
+    assert _each(each.stdout) == _thread_ms(tmp_path / "a.json")
+    assert [len(row) for row in _each(each.stdout)] == [3, 3]
+    # A saved run shows the row when asked to.
+    shown = aiobench("show", "p.json", cwd=tmp_path)
+    added = aiobench("show", "p.json", "--allelapsed", cwd=tmp_path)
+    assert _each(shown.stdout) == []
+    assert _each(added.stdout) == _thread_ms(tmp_path / "p.json")

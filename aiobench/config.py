@@ -762,6 +762,14 @@ class BenchConfig:
         panel=OUTPUTS,
         show_help="Add each thread's time to completion.",
     )
+    no0usecerr: bool = option(
+        False,
+        "--no0usecerr",
+        help="No warning under a phase whose fastest thread completed in less than 1 "
+        "microsecond (its rates show as 0).",
+        panel=OUTPUTS,
+        show_help="Leave out the warning of a fastest thread under 1 microsecond.",
+    )
     # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False

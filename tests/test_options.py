@@ -122,7 +122,8 @@ def test_table_options_are_the_fields_of_table_options() -> None:
     table = {field: defaults[field] for field, _ in table_options(BenchConfig)}
     assert table == {f.name: f.default for f in dataclasses.fields(TableOptions)}
     assert list(table) == [
-        "pertarget", "lat", "latpercent", "latpercent9s", "lathisto", "cpu", "allelapsed"
+        "pertarget", "lat", "latpercent", "latpercent9s", "lathisto", "cpu", "allelapsed",
+        "no0usecerr",
     ]  # fmt: skip
 
 

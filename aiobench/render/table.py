@@ -69,6 +69,7 @@ class TableOptions:
     cpu: bool = False
     pertarget: bool | None = None
     allelapsed: bool = False  # elbencho's "Time ms each" row
+    no0usecerr: bool = False  # no warning for a fastest thread under 1 us
 
     @classmethod
     def from_config(cls, config: Mapping[str, object]) -> TableOptions:
@@ -229,7 +230,20 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         out += latency_rows("Sched", phase.sched_latency, options)
     if options.pertarget is None:
         out += slow_target_row(phase)
+    out += "" if options.no0usecerr else sub_microsecond_row(phase)
     return out + client_bound_row(phase) + SEPARATOR
+
+
+def sub_microsecond_row(phase: PhaseResult) -> str:
+    """elbencho's warning when the fastest thread completed in under a microsecond: the
+    rates of that instant are then shown as 0 (``--no0usecerr`` leaves it out)."""
+    first, last = phase.first_done, phase.last_done
+    if first.elapsed_ns >= NS_PER_US or not (last.ops or last.entries):
+        return ""
+    return (
+        "Warning: the fastest thread completed in less than 1 microsecond, so its rates "
+        "show as 0; try a larger data set (--no0usecerr leaves this out)\n"
+    )
 
 
 def _target_columns(phase: PhaseResult) -> list[tuple[str, str]]:

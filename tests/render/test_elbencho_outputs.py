@@ -7,7 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from tests.helpers import assert_usage_error, make_cfg
+from aiobench.render.table import TableOptions, phase_text
+from aiobench.results.model import PhaseResult, Totals
+from tests.helpers import assert_usage_error, make_cfg, no_latency
 from tests.helpers import run_aiobench as aiobench
 
 KIB = 1024
@@ -103,3 +105,31 @@ def test_allelapsed_shows_each_threads_time_as_in_the_json(tmp_path: Path) -> No
     added = aiobench("show", "p.json", "--allelapsed", cwd=tmp_path)
     assert _each(shown.stdout) == []
     assert _each(added.stdout) == _thread_ms(tmp_path / "p.json")
+
+
+def _quick_phase(first_ns: int, ops: int = 4) -> PhaseResult:
+    return PhaseResult(
+        name="READ",
+        first_done=Totals(elapsed_ns=first_ns, ops=1, bytes=4096),
+        last_done=Totals(elapsed_ns=5000, ops=ops, bytes=ops * 4096),
+        io_latency=no_latency(),
+        peak_inflight_ops=1,
+        threads=(),
+    )
+
+
+def test_a_fastest_thread_under_a_microsecond_is_warned_of_unless_no0usecerr() -> None:
+    warning = "Warning: the fastest thread completed in less than 1 microsecond"
+    assert warning in phase_text(_quick_phase(999))
+    assert warning not in phase_text(_quick_phase(999), TableOptions(no0usecerr=True))
+    assert warning not in phase_text(_quick_phase(1000))
+    assert warning not in phase_text(_quick_phase(0, ops=0))  # nothing done: no rates
+    block = phase_text(_quick_phase(999))
+    assert block.index(warning) < block.index("---")  # inside the phase's block
+
+
+def test_no0usecerr_is_recorded_and_read_back_as_a_table_option(tmp_path: Path) -> None:
+    cfg = make_cfg([str(tmp_path / "f")], no0usecerr=True)
+    assert cfg.to_dict()["no0usecerr"] is True
+    assert TableOptions.from_config(cfg.to_dict()).no0usecerr
+    assert not TableOptions.from_config(make_cfg([str(tmp_path / "f")]).to_dict()).no0usecerr

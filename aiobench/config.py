@@ -770,6 +770,13 @@ class BenchConfig:
         panel=OUTPUTS,
         show_help="Leave out the warning of a fastest thread under 1 microsecond.",
     )
+    livecsvex: bool = option(
+        False,
+        "--livecsvex",
+        help="With --livecsv: also a row per thread at each interval (its rank, done %, "
+        "bytes and entries so far).",
+        panel=OUTPUTS,
+    )
     # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
@@ -1261,6 +1268,8 @@ def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]])
 def _check_elbencho_options(cfg: BenchConfig, path_type: PathType | None) -> None:
     """elbencho's output options, and the custom tree's (--treefile, --treescan and what
     shapes the tree)."""
+    if cfg.livecsvex and cfg.livecsv_path is None:
+        raise ConfigError("--livecsvex: only applies with --livecsv FILE")
     for name, given in (("--live1", cfg.live1), ("--live1n", cfg.live1n)):
         if given and not cfg.live:
             raise ConfigError(f"{name}: cannot be combined with --nolive (no live view)")

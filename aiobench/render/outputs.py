@@ -288,6 +288,13 @@ class Outputs(Observer):
     def progress(self, progress: Progress) -> None:
         if self.live is not None:
             self.live.update(progress)
+        if progress.threads and self.cfg.livecsv_path is not None:  # (--livecsvex)
+            from aiobench.render.livecsvex import thread_rows
+
+            moment = self._phase_start + datetime.timedelta(
+                microseconds=progress.elapsed_ns // 1000
+            )
+            self._write("--livecsv", thread_rows(self.cfg.label, progress, moment), LIVE_HEADER)
 
     def interval(self, phase: str, interval: IntervalStats) -> None:
         cfg = self.cfg

@@ -133,3 +133,31 @@ def test_no0usecerr_is_recorded_and_read_back_as_a_table_option(tmp_path: Path) 
     assert cfg.to_dict()["no0usecerr"] is True
     assert TableOptions.from_config(cfg.to_dict()).no0usecerr
     assert not TableOptions.from_config(make_cfg([str(tmp_path / "f")]).to_dict()).no0usecerr
+
+
+def test_livecsvex_adds_a_row_per_thread(tmp_path: Path) -> None:
+    args = ("-w", "-t", "3", "-b", "4k", "-s", "3m", "--infloop", "--timelimit", "1")
+    args += ("--liveint", "100", "--nolive")
+    rows: dict[str, list[dict[str, str]]] = {}
+    for name, extra in (("plain", ()), ("ex", ("--livecsvex", "--json", "r.json"))):
+        proc = aiobench(*args, "--livecsv", f"{name}.csv", *extra, "f", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        with (tmp_path / f"{name}.csv").open(newline="") as handle:
+            rows[name] = list(csv.DictReader(handle))
+    assert {row["Rank"] for row in rows["plain"]} == {"Total"}
+    per_thread = [row for row in rows["ex"] if row["Rank"] != "Total"]
+    assert {row["Rank"] for row in per_thread} == {"0", "1", "2"}
+    assert len(per_thread) >= 6  # (a second with a row per thread every 100 ms)
+    final = {
+        str(t["rank"]): t["bytes"]
+        for t in json.loads((tmp_path / "r.json").read_text())["phases"][0]["threads"]
+    }
+    for rank in ("0", "1", "2"):
+        done = [int(row["DoneBytes"]) for row in per_thread if row["Rank"] == rank]
+        assert done == sorted(done) and 0 < done[-1] <= final[rank], (rank, done, final)
+    assert all(row["MiB/s"] == "" and row["Phase"] == "WRITE" for row in per_thread)
+
+
+def test_livecsvex_without_livecsv_is_a_usage_error(tmp_path: Path) -> None:
+    proc = aiobench("-w", "-s", "4k", "--nolive", "--livecsvex", "f", cwd=tmp_path)
+    assert_usage_error(proc, ["--livecsvex", "--livecsv"])

@@ -136,8 +136,8 @@ def test_no0usecerr_is_recorded_and_read_back_as_a_table_option(tmp_path: Path) 
 
 
 def test_livecsvex_adds_a_row_per_thread(tmp_path: Path) -> None:
-    args = ("-w", "-t", "3", "-b", "4k", "-s", "3m", "--infloop", "--timelimit", "1")
-    args += ("--liveint", "100", "--nolive")
+    args = ["-w", "-t", "3", "-b", "4k", "-s", "3m", "--infloop", "--timelimit", "1"]
+    args += ["--liveint", "100", "--nolive"]
     rows: dict[str, list[dict[str, str]]] = {}
     for name, extra in (("plain", ()), ("ex", ("--livecsvex", "--json", "r.json"))):
         proc = aiobench(*args, "--livecsv", f"{name}.csv", *extra, "f", cwd=tmp_path)

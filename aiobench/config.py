@@ -777,6 +777,18 @@ class BenchConfig:
         "bytes and entries so far).",
         panel=OUTPUTS,
     )
+    log: int = option(
+        0,
+        "--log",
+        help="elbencho's log level: 0 normal, 1 verbose, 2 debug; 1 and up add the IOs "
+        "total row (blocks read or written) to the table.",
+        panel=OUTPUTS,
+        metavar="LEVEL",
+        low=0,
+        high=2,
+        unit="(0 normal, 1 verbose, 2 debug)",
+        show_help="Log level: 1 and up add the IOs total row.",
+    )
     # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False

@@ -123,7 +123,7 @@ def test_table_options_are_the_fields_of_table_options() -> None:
     assert table == {f.name: f.default for f in dataclasses.fields(TableOptions)}
     assert list(table) == [
         "pertarget", "lat", "latpercent", "latpercent9s", "lathisto", "cpu", "allelapsed",
-        "no0usecerr",
+        "no0usecerr", "log",
     ]  # fmt: skip
 
 

@@ -70,6 +70,7 @@ class TableOptions:
     pertarget: bool | None = None
     allelapsed: bool = False  # elbencho's "Time ms each" row
     no0usecerr: bool = False  # no warning for a fastest thread under 1 us
+    log: int = 0  # elbencho's log level: 1 and up add the IOs total row
 
     @classmethod
     def from_config(cls, config: Mapping[str, object]) -> TableOptions:
@@ -181,6 +182,8 @@ def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
     out += "".join(
         _row("", f"MiB {name}", a.bytes // MIB, b.bytes // MIB) for name, a, b in parts[:2]
     )
+    if options.log > 0:  # elbencho's verbose rows: the blocks written and read
+        out += "".join(_row("", f"IOs {name}", a.ops, b.ops) for name, a, b in parts[:2] if b.ops)
     if options.cpu:
         out += _cpu_row(phase)
     if options.allelapsed:
@@ -216,6 +219,8 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         out += _row("", "Total MiB", first.bytes // MIB, last.bytes // MIB)
     if last.entries:
         out += _row("", f"{entries} total", first.entries, last.entries)
+    if options.log > 0 and last.ops:
+        out += _row("", "IOs total", first.ops, last.ops)
     if options.cpu:
         out += _cpu_row(phase)
     if options.allelapsed:

@@ -161,3 +161,22 @@ def test_livecsvex_adds_a_row_per_thread(tmp_path: Path) -> None:
 def test_livecsvex_without_livecsv_is_a_usage_error(tmp_path: Path) -> None:
     proc = aiobench("-w", "-s", "4k", "--nolive", "--livecsvex", "f", cwd=tmp_path)
     assert_usage_error(proc, ["--livecsvex", "--livecsv"])
+
+
+IOS_ROW = re.compile(r"^ +IOs total +: +(\d+) +(\d+)$", re.M)
+
+
+def test_log_level_1_adds_the_ios_total_row(tmp_path: Path) -> None:
+    args = ("-w", "-t", "2", "-b", "64k", "-s", "4m", "--nolive", "--json")
+    plain = aiobench(*args, "p.json", "f", cwd=tmp_path)
+    verbose = aiobench(*args, "v.json", "--log", "1", "f", cwd=tmp_path)
+    assert plain.returncode == 0 and verbose.returncode == 0, (plain.stderr, verbose.stderr)
+    assert IOS_ROW.findall(plain.stdout) == []
+    phase = json.loads((tmp_path / "v.json").read_text())["phases"][0]
+    expected = [(str(phase["first_done"]["ops"]), str(phase["last_done"]["ops"]))]
+    assert IOS_ROW.findall(verbose.stdout) == expected
+    assert phase["last_done"]["ops"] == 64  # 4 MiB in blocks of 64 KiB
+    shown = aiobench("show", "p.json", "--log", "2", cwd=tmp_path)
+    assert len(IOS_ROW.findall(shown.stdout)) == 1
+    bad = aiobench("-w", "-s", "4k", "--log", "3", "f", cwd=tmp_path)
+    assert_usage_error(bad, ["--log", "between 0 and 2"])

@@ -789,6 +789,14 @@ class BenchConfig:
         unit="(0 normal, 1 verbose, 2 debug)",
         show_help="Log level: 1 and up add the IOs total row.",
     )
+    dirstats: bool = option(
+        False,
+        "--dirstats",
+        help="Dir mode: Dirs/s and Dirs total rows in the write and read phases (a dir "
+        "counts as done once all its -N files are; not with a custom tree).",
+        panel=OUTPUTS,
+        show_help="Add the Dirs/s and Dirs total rows (dir mode).",
+    )
     # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False

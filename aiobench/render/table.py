@@ -71,6 +71,9 @@ class TableOptions:
     allelapsed: bool = False  # elbencho's "Time ms each" row
     no0usecerr: bool = False  # no warning for a fastest thread under 1 us
     log: int = 0  # elbencho's log level: 1 and up add the IOs total row
+    dirstats: bool = False  # the Dirs/s and Dirs total rows of dir mode's WRITE and READ
+    # Not an option: -N of the run (--dirstats divides by it); 0 where it does not apply.
+    files_per_dir: int = 0
 
     @classmethod
     def from_config(cls, config: Mapping[str, object]) -> TableOptions:
@@ -92,7 +95,7 @@ class TableOptions:
             for field, opt in table_options(BenchConfig)
             if opt.admits(value := config.get(opt.json_key or field))
         }
-        return dataclasses.replace(cls(), **admitted)
+        return dataclasses.replace(cls(), **admitted, files_per_dir=_files_per_dir(config))
 
     @property
     def percentiles(self) -> tuple[tuple[str, float], ...]:
@@ -157,6 +160,31 @@ def _cpu_row(phase: PhaseResult) -> str:
     return _row("", "CPU util %", phase.first_done.cpu_percent, phase.last_done.cpu_percent)
 
 
+def _files_per_dir(config: Mapping[str, object]) -> int:
+    """-N of a dir-mode run with its numbered tree (--dirstats); 0 with a custom tree."""
+    if config.get("treefile") is not None or config.get("treescan") is not None:
+        return 0
+    if "files" not in config:
+        return 0  # (not a run's config)
+    files = config["files"]
+    if files is None:
+        return 1  # (-N not given)
+    return files if isinstance(files, int) and not isinstance(files, bool) else 0
+
+
+def _dir_rows(phase: PhaseResult, options: TableOptions, total: bool) -> str:
+    """--dirstats: the dirs done (``total``) or done per second in a WRITE or READ phase of
+    dir mode, as elbencho counts them: files done over the files per dir."""
+    per = options.files_per_dir
+    last = phase.last_done
+    if not (options.dirstats and per and last.entries and phase.name in ("WRITE", "READ")):
+        return ""
+    first = phase.first_done
+    if total:
+        return _row("", "Dirs total", first.entries // per, last.entries // per)
+    return _row("", "Dirs/s", first.entries_per_s // per, last.entries_per_s // per)
+
+
 def elapsed_each_row(phase: PhaseResult) -> str:
     """--allelapsed: each thread's time to completion in whole ms, by rank (elbencho's
     ``Time ms each`` row)."""
@@ -211,6 +239,7 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         return out + client_bound_row(phase) + SEPARATOR
     if last.entries:
         out += _row("", f"{entries}/s", first.entries_per_s, last.entries_per_s)
+        out += _dir_rows(phase, options, total=False)
     # In dir mode a file of one block makes IOPS equal to Files/s: shown once.
     if last.ops and last.ops != last.entries:
         out += _row("", "IOPS", first.iops, last.iops)
@@ -219,6 +248,7 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         out += _row("", "Total MiB", first.bytes // MIB, last.bytes // MIB)
     if last.entries:
         out += _row("", f"{entries} total", first.entries, last.entries)
+        out += _dir_rows(phase, options, total=True)
     if options.log > 0 and last.ops:
         out += _row("", "IOs total", first.ops, last.ops)
     if options.cpu:

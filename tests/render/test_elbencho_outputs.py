@@ -180,3 +180,41 @@ def test_log_level_1_adds_the_ios_total_row(tmp_path: Path) -> None:
     assert len(IOS_ROW.findall(shown.stdout)) == 1
     bad = aiobench("-w", "-s", "4k", "--log", "3", "f", cwd=tmp_path)
     assert_usage_error(bad, ["--log", "between 0 and 2"])
+
+
+DIRS_TOTAL = re.compile(r"^ +Dirs total +: +(\d+) +(\d+)$", re.M)
+DIRS_RATE = re.compile(r"^ +Dirs/s +: +(\d+) +(\d+)$", re.M)
+
+
+def test_dirstats_adds_dirs_rows_to_dir_modes_write_and_read(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    args = ("-d", "-w", "-r", "-t", "2", "-n", "3", "-N", "4", "-s", "8k", "--nolive")
+    plain = aiobench(*args, "--json", "p.json", "d", cwd=tmp_path)
+    stats = aiobench(*args, "--json", "s.json", "--dirstats", "d", cwd=tmp_path)
+    assert plain.returncode == 0 and stats.returncode == 0, (plain.stderr, stats.stderr)
+    phases = json.loads((tmp_path / "s.json").read_text())["phases"]
+    done = {p["phase"]: p for p in phases}
+    expected = [
+        (str(done[n]["first_done"]["entries"] // 4), str(done[n]["last_done"]["entries"] // 4))
+        for n in ("WRITE", "READ")
+    ]
+    # MKDIRS has its own Dirs rows; --dirstats adds them to WRITE and READ.
+    assert DIRS_TOTAL.findall(stats.stdout) == DIRS_TOTAL.findall(plain.stdout) + expected
+    assert expected[1][1] == "6"  # 2 threads x 3 dirs, all done
+    assert len(DIRS_RATE.findall(stats.stdout)) == len(DIRS_RATE.findall(plain.stdout)) + 2
+    shown = aiobench("show", "p.json", "--dirstats", cwd=tmp_path)
+    assert len(DIRS_TOTAL.findall(shown.stdout)) == 3
+
+
+def test_dirstats_has_nothing_to_add_in_file_mode(tmp_path: Path) -> None:
+    proc = aiobench("-w", "-s", "64k", "--nolive", "--dirstats", "f", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert DIRS_TOTAL.findall(proc.stdout) == [] and "Total MiB" in proc.stdout
+
+
+def test_dirstats_divides_by_the_runs_files_per_dir_but_not_in_a_custom_tree() -> None:
+    base = {"dirstats": True, "lat": False}
+    assert TableOptions.from_config({**base, "files": 7}).files_per_dir == 7
+    assert TableOptions.from_config({**base, "files": None}).files_per_dir == 1  # -N not given
+    tree = {**base, "files": None, "treefile": "tree.txt"}
+    assert TableOptions.from_config(tree).files_per_dir == 0

@@ -215,3 +215,47 @@ def test_dryrun_plans_the_tree_and_makes_nothing(run_cli: RunCli, tmp_path: Path
     assert "MKDIRS          : 3 dirs, by the first thread" in proc.stdout
     assert f"WRITE           : 5 files, {format_bytes(TOTAL)} in blocks of 4.0 KiB" in proc.stdout
     assert tree_of(tmp_path / "bench") == {}
+
+
+def test_direct_needs_aligned_tree_sizes_unless_nodiocheck(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "tree.txt").write_text("f 4096 aligned\nf 1000 short\n")
+    (tmp_path / "bench").mkdir()
+    args = ("-w", "--direct", "-b", "4k", "--treefile", "tree.txt", "--nolive")
+    proc = run_cli(*args, "bench", cwd=tmp_path)
+    assert_usage_error(proc, ["--direct", "short", "1000", "--treeroundup"])
+    planned = run_cli(*args, "--nodiocheck", "--dryrun", "bench", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert tree_of(tmp_path / "bench") == {}
+
+
+def test_treescan_without_treefile_names_its_default_place(run_cli: RunCli, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "f").write_bytes(b"x" * 10)
+    (tmp_path / "bench").mkdir()
+    proc = run_cli(
+        "-d", "-w", "--dryrun", "--treescan", f"file://{src}", "bench", cwd=tmp_path
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    note = next(line for line in proc.stderr.splitlines() + proc.stdout.splitlines()
+                if "scanned" in line)  # fmt: skip
+    assert f"scanned {src}: 1 dirs, 1 files" in note
+    assert "/var/tmp/aiobench_" in note and "not written: --dryrun" in note
+    assert "MKDIRS          : 1 dirs" in proc.stdout
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_a_symlink_at_a_files_name_is_never_written_through(
+    run_cli: RunCli, tmp_path: Path, engine: str
+) -> None:
+    (tmp_path / "tree.txt").write_text("f 100 a\nf 100 b\nf 100 c\n")
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "b").symlink_to(victim)
+    proc = run_cli(
+        "-w", "--ioengine", engine, "--treefile", "tree.txt", "--nolive", "bench", cwd=tmp_path
+    )  # fmt: skip
+    assert proc.returncode not in (0, 2), (proc.returncode, proc.stderr)
+    assert "bench/b" in proc.stderr and "Traceback" not in proc.stderr
+    assert victim.read_bytes() == b"keep me"

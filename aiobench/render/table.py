@@ -273,7 +273,10 @@ def sub_microsecond_row(phase: PhaseResult) -> str:
     """elbencho's warning when the fastest thread completed in under a microsecond: the
     rates of that instant are then shown as 0 (``--no0usecerr`` leaves it out)."""
     first, last = phase.first_done, phase.last_done
-    if first.elapsed_ns >= NS_PER_US or not (last.ops or last.entries):
+    # (A phase that failed or was stopped says so itself; its first figures may be none.)
+    if phase.status in ("error", "interrupted") or first.elapsed_ns >= NS_PER_US:
+        return ""
+    if not (last.ops or last.entries):
         return ""
     return (
         "Warning: the fastest thread completed in less than 1 microsecond, so its rates "

@@ -13,7 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.units import format_bytes
-from tests.helpers import RunCli, assert_usage_error
+from tests.helpers import RunCli, assert_usage_error, mpirun, needs_mpi
 
 Doc = dict[str, Any]
 Tree = dict[str, int | None]  # relative path -> file size, None for a dir
@@ -259,3 +259,27 @@ def test_a_symlink_at_a_files_name_is_never_written_through(
     assert proc.returncode not in (0, 2), (proc.returncode, proc.stderr)
     assert "bench/b" in proc.stderr and "Traceback" not in proc.stderr
     assert victim.read_bytes() == b"keep me"
+
+
+@needs_mpi
+def test_under_mpi_the_ranks_deal_out_the_tree_as_one_process_does(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    (tmp_path / "tree.txt").write_text(TREE_FILE + "f 300000 big\n")
+    args = ["-d", "-w", "-r", "-b", "4k", "--treefile", "tree.txt", "--sharesize", "64k"]
+    args += ["--nolive", "--json", "-"]
+    (tmp_path / "job").mkdir()
+    (tmp_path / "one").mkdir()
+    job = mpirun(2, *args, "-t", "1", "job", cwd=tmp_path)
+    one = run_cli(*args, "-t", "2", "one", cwd=tmp_path)
+    assert job.returncode == 0 and one.returncode == 0, (job.stderr, one.stderr)
+    docs = [json.loads(job.stdout), json.loads(one.stdout)]
+    assert docs[0]["meta"]["mpi"]["size"] == 2
+    for name in ("job", "one"):
+        assert tree_of(tmp_path / name) == {**LISTED, "big": 300_000}
+    work = [
+        [[(t["rank"], t["bytes"], t["entries"]) for t in p["threads"]] for p in doc["phases"]]
+        for doc in docs
+    ]
+    assert work[0] == work[1]
+    assert [p["phase"] for p in docs[0]["phases"]] == ["MKDIRS", "WRITE", "READ"]

@@ -57,29 +57,43 @@ def all_dirs(tree: TreeSpec) -> list[str]:
 class TreeLayout(DirLayout):
     """Dir mode's layout of a custom tree in one PATH. ``dirs``, ``files`` and
     ``file_size`` (of the base) hold the dir count, the file count and the largest file,
-    for the plan's memory estimate."""
+    for the plan's memory estimate; the orders are made once, in :meth:`of`."""
 
     tree: TreeSpec = EMPTY
     share_bytes: int = 0
-    shuffle: bool = False  # --treerand
-    seed: int = 0
+    dir_order: tuple[str, ...] = ()  # parents first
+    small: tuple[tuple[str, int], ...] = ()  # below --sharesize (or empty), in file order
+    shared: tuple[tuple[str, int], ...] = ()  # the others, in file order
+    every: tuple[tuple[str, int], ...] = ()  # all files, in file order
 
     @classmethod
     def of(
         cls, tree: TreeSpec, *, threads: int, block: int, share: int, shuffle: bool, seed: int
     ) -> TreeLayout:
+        share = share_bytes(share, block)
+
+        def ordered(files: list[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+            if shuffle:  # (from one order, so that the seed alone decides)
+                files = sorted(files)
+                random.Random(seed).shuffle(files)
+                return tuple(files)
+            return tuple(sorted(files, key=lambda f: (f[1], f[0])))
+
+        dirs = all_dirs(tree)
         return cls(
             num_paths=1,
             threads=threads,
-            dirs=len(all_dirs(tree)),
+            dirs=len(dirs),
             files=len(tree.files),
             file_size=max((size for _, size in tree.files), default=0),
             block_size=block,
             sharing=False,
             tree=tree,
-            share_bytes=share_bytes(share, block),
-            shuffle=shuffle,
-            seed=seed,
+            share_bytes=share,
+            dir_order=tuple(dirs),
+            small=ordered([f for f in tree.files if f[1] < share or f[1] == 0]),
+            shared=ordered([f for f in tree.files if f[1] >= share and f[1] > 0]),
+            every=ordered(list(tree.files)),
         )
 
     @property
@@ -97,39 +111,25 @@ class TreeLayout(DirLayout):
 
     def files_per_rank(self) -> int:
         """The most entries a thread handles in a file phase (a bound, for memory)."""
-        return -(-self.files // self.threads) + len(self._shared_files())
-
-    def _ordered(self, files: list[tuple[str, int]]) -> list[tuple[str, int]]:
-        if self.shuffle:
-            files = sorted(files)
-            random.Random(self.seed).shuffle(files)
-            return files
-        return sorted(files, key=lambda f: (f[1], f[0]))
-
-    def _shared_files(self) -> list[tuple[str, int]]:
-        share = self.share_bytes
-        return self._ordered([f for f in self.tree.files if f[1] >= share and f[1] > 0])
+        return -(-self.files // self.threads) + len(self.shared)
 
     def units(self, kind: PhaseKind, index: int, slices: int) -> list[Unit]:
         """The entries of thread slice ``index`` of ``slices`` in a phase of ``kind``."""
         if kind in (MKDIRS, RMDIRS):
             if index != 0:
                 return []
-            dirs = all_dirs(self.tree)
+            dirs = self.dir_order
             return [Unit(name) for name in (dirs if kind == MKDIRS else dirs[::-1])]
         if kind not in (READ, WRITE):
-            every = self._ordered(list(self.tree.files))
-            return [Unit(name) for name, _ in every[index::slices]]
-        share = self.share_bytes
-        small = self._ordered([f for f in self.tree.files if f[1] < share or f[1] == 0])
-        out = [Unit(name, size) for name, size in small[index::slices]]
+            return [Unit(name) for name, _ in self.every[index::slices]]
+        out = [Unit(name, size) for name, size in self.small[index::slices]]
         return out + self._spans(index, slices)
 
     def _spans(self, index: int, slices: int) -> list[Unit]:
         """Thread slice ``index``'s ranges of the shared files (elbencho's even split of
         their blocks, the last slice taking the rest)."""
         block = self.block_size
-        shared = self._shared_files()
+        shared = self.shared
         total = sum(-(-size // block) for _, size in shared)
         each = total // slices
         first = index * each

@@ -725,7 +725,7 @@ class BenchConfig:
         panel=DIR_MODE,
         cli_type=str | None,
         metavar="SIZE",
-        shown="0 (as listed)",
+        shown="0: as listed",
         parse=size,
         json_key="treeroundup",
     )

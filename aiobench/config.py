@@ -123,18 +123,27 @@ FD_RESERVE = 32
 _NR_OPEN = 1 << 20
 
 
-def _paths(given: list[str] | None, name: str) -> tuple[str, ...]:
-    """PATH...: at least one, bracket ranges expanded, none twice."""
+def _path_patterns(given: list[str] | None, name: str) -> tuple[str, ...]:
+    """PATH... as given: at least one (:func:`expanded_paths` expands them)."""
     if not given:
         raise ConfigError("missing PATH: name at least one file, block device or directory")
-    _check_path_count(given)
-    expanded = [path for pattern in given for path in expand_brackets(pattern)]
+    return tuple(given)
+
+
+def expanded_paths(patterns: tuple[str, ...], *, literal: bool = False) -> tuple[str, ...]:
+    """PATH...: bracket ranges expanded (``literal``, --nopathexp: kept as typed), none
+    twice."""
+    if literal:
+        expanded = list(patterns)
+    else:
+        _check_path_count(list(patterns))
+        expanded = [path for pattern in patterns for path in expand_brackets(pattern)]
     seen: dict[str, str] = {}
     for path in expanded:
         key = os.path.normpath(os.path.abspath(path))  # f and ./f are one file
         if key in seen:
             also = "" if seen[key] == path else f" (also as {seen[key]})"
-            raise ConfigError(f"{name}: {path} is given more than once{also}")
+            raise ConfigError(f"PATH: {path} is given more than once{also}")
         seen[key] = path
     return tuple(expanded)
 
@@ -194,7 +203,7 @@ class BenchConfig:
         panel=WORKLOAD,
         cli_type=list[str] | None,
         metavar="PATH",
-        parse=_paths,
+        parse=_path_patterns,
         argument=True,
     )
     write: bool = option(False, "-w", "--write", help="Write phase.", panel=WORKLOAD)
@@ -1070,6 +1079,126 @@ class BenchConfig:
         shown="the thread's objects (-n x -N)",
         low=1,
     )
+    # --- elbencho drop-in: custom tree and output options (#24) ---
+    nopathexp: bool = option(
+        False,
+        "--nopathexp",
+        help="Take each PATH literally: no expansion of [1-4] ranges.",
+        panel=WORKLOAD,
+    )
+    nocsvlabels: bool = option(
+        False,
+        "--nocsvlabels",
+        help="No header row with the column labels in a new --csvfile.",
+        panel=OUTPUTS,
+    )
+    treefile: str | None = option(
+        None,
+        "--treefile",
+        help="Dir mode: a custom tree in PATH, as listed in FILE (elbencho's tree file: "
+        "'d DIR' and 'f BYTES FILE' lines, names relative to PATH; other lines skipped). "
+        "With --treescan: where the scan is written.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none; with --treescan /var/tmp/aiobench_USER_treescan.txt",
+    )
+    treescan: str | None = option(
+        None,
+        "--treescan",
+        help="Dir mode: scan DIR (its dirs and regular files, no symlinks) into a tree file "
+        "(--treefile) and run on that tree in PATH.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="DIR",
+        shown="none",
+    )
+    treerand: bool = option(
+        False,
+        "--treerand",
+        help="Custom tree: files in a random order (by --seed) instead of by size.",
+        panel=DIR_MODE,
+    )
+    treeroundup_bytes: int = option(
+        None,
+        "--treeroundup",
+        help="Custom tree: round every file size up to a multiple of SIZE (for --direct).",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="0: as listed",
+        parse=size,
+        json_key="treeroundup",
+    )
+    sharesize_bytes: int = option(
+        None,
+        "--sharesize",
+        help="Custom tree: files of at least SIZE are split between the threads, each "
+        "writing or reading its part; smaller ones go whole to one thread.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="32 blocks",
+        parse=size,
+        json_key="sharesize",
+    )
+    live1: bool = option(
+        False,
+        "--live1",
+        help="The live progress as one line redrawn in place (aiobench's only live view "
+        "on a terminal; elbencho's default there is a full screen).",
+        panel=OUTPUTS,
+    )
+    live1n: bool = option(
+        False,
+        "--live1n",
+        help="The live progress as a new line on stderr at each --liveint, on a terminal "
+        "or not (a log file, a pipe).",
+        panel=OUTPUTS,
+    )
+    allelapsed: bool = option(
+        False,
+        "--allelapsed",
+        help="A row with each thread's time to completion in ms, by thread rank.",
+        panel=OUTPUTS,
+        show_help="Add each thread's time to completion.",
+    )
+    no0usecerr: bool = option(
+        False,
+        "--no0usecerr",
+        help="No warning under a phase whose fastest thread completed in less than 1 "
+        "microsecond (its rates show as 0).",
+        panel=OUTPUTS,
+        show_help="Leave out the warning of a fastest thread under 1 microsecond.",
+    )
+    livecsvex: bool = option(
+        False,
+        "--livecsvex",
+        help="With --livecsv: also a row per thread at each interval (its rank, done %, "
+        "bytes and entries so far).",
+        panel=OUTPUTS,
+    )
+    log: int = option(
+        0,
+        "--log",
+        help="elbencho's log level: 0 normal, 1 verbose, 2 debug; 1 and up add the IOs "
+        "total row (blocks read or written) to the table.",
+        panel=OUTPUTS,
+        metavar="LEVEL",
+        low=0,
+        high=2,
+        unit="(0 normal, 1 verbose, 2 debug)",
+        show_help="Log level: 1 and up add the IOs total row.",
+    )
+    dirstats: bool = option(
+        False,
+        "--dirstats",
+        help="Dir mode: Dirs/s and Dirs total rows in the write and read phases (a dir "
+        "counts as done once all its -N files are; not with a custom tree).",
+        panel=OUTPUTS,
+        show_help="Add the Dirs/s and Dirs total rows (dir mode).",
+    )
+    # --- end of the custom tree and output options ---
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -1263,6 +1392,9 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     :class:`ConfigError`. Besides :func:`validate`, it checks what this process may do
     (``--dropcache`` needs the right to drop the page cache)."""
     values = parsed(BenchConfig, raw)
+    patterns = values["paths"]
+    assert isinstance(patterns, tuple)
+    values["paths"] = expanded_paths(patterns, literal=bool(values["nopathexp"]))
     limit_ns = duration_ns(str(raw.get("timelimit", 0)), "--timelimit")  # (parsed: valid)
     values["timelimit_ns"] = limit_ns if limit_ns % NS_PER_S else 0
     paths = values["paths"]
@@ -1313,6 +1445,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_entries(cfg.threads, cfg.dirs, cfg.files, cfg.dirsharing)
     _check_workload(cfg)
     _check_outputs(cfg)
+    _check_elbencho_options(cfg, path_type)
     if path_type == PathType.S3:
         _check_objects(cfg)
         return
@@ -1576,3 +1709,39 @@ def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]])
         if key in seen:
             raise ConfigError(f"{name}: {path} is also given as {seen[key]}")
         seen[key] = name
+
+
+def _check_elbencho_options(cfg: BenchConfig, path_type: PathType | None) -> None:
+    """elbencho's output options, and the custom tree's (--treefile, --treescan and what
+    shapes the tree)."""
+    if cfg.livecsvex and cfg.livecsv_path is None:
+        raise ConfigError("--livecsvex: only applies with --livecsv FILE")
+    for name, given in (("--live1", cfg.live1), ("--live1n", cfg.live1n)):
+        if given and not cfg.live:
+            raise ConfigError(f"{name}: cannot be combined with --nolive (no live view)")
+    tree = cfg.treefile is not None or cfg.treescan is not None
+    if not tree:
+        for name, given in (
+            ("--treerand", cfg.treerand),
+            ("--treeroundup", bool(cfg.treeroundup_bytes)),
+            ("--sharesize", bool(cfg.sharesize_bytes)),
+        ):
+            if given:
+                raise ConfigError(f"{name}: only applies with --treefile or --treescan")
+        return
+    option = "--treefile" if cfg.treescan is None else "--treescan"
+    if cfg.treefile is not None and not cfg.treefile:
+        raise ConfigError("--treefile: give a file name")
+    if cfg.treescan is not None and cfg.treescan.startswith(S3_SCHEME):
+        raise ConfigError("--treescan: scans a directory; s3:// is not supported")
+    for name, given in (
+        ("-n/--dirs", cfg.dirs is not None),
+        ("-N/--files", cfg.files is not None),
+        ("--dirsharing", cfg.dirsharing),
+    ):
+        if given:
+            raise ConfigError(f"{name}: cannot be combined with {option} (the tree lists them)")
+    if len(cfg.paths) > 1:
+        raise ConfigError(f"{option}: takes one PATH, the directory the tree is made in")
+    if path_type is not None and path_type != PathType.DIR:
+        raise ConfigError(f"{option}: PATH must be a directory (dir mode), not a {path_type}")

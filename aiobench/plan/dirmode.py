@@ -59,6 +59,9 @@ class EntryRun:
     first: int = 0  # the number of the first entry in its thread's phase (0, 1, ...)
     # Object storage's --rand reads: each entry is one block of its object, at this offset.
     offsets: list[int] | None = None
+    # A file shared between threads (custom tree, --sharesize): the entries' ``size`` bytes
+    # start at this offset of the file; 0 for whole files.
+    start: int = 0
     # Object storage's MIXED phase: each entry's kind of operation (engines.s3.mixed).
     ops: list[str] | None = None
 
@@ -126,12 +129,22 @@ class EntryRun:
                 rank=self.rank,
                 first=first,
                 offsets=offsets,
+                start=self.start,
                 ops=ops,
             )
         at = self._stretch_of(done)
         dirs = ((0, self.dirs[at][1]), *((k - done, p) for k, p in self.dirs[at + 1 :]))
         return EntryRun(
-            rest, self.leaves[done:], self.size, self.block, dirs, self.rank, first, offsets, ops
+            rest,
+            self.leaves[done:],
+            self.size,
+            self.block,
+            dirs,
+            self.rank,
+            first,
+            offsets,
+            self.start,
+            ops,
         )
 
     @property

@@ -69,6 +69,12 @@ class TableOptions:
     lathisto: bool = False
     cpu: bool = False
     pertarget: bool | None = None
+    allelapsed: bool = False  # elbencho's "Time ms each" row
+    no0usecerr: bool = False  # no warning for a fastest thread under 1 us
+    log: int = 0  # elbencho's log level: 1 and up add the IOs total row
+    dirstats: bool = False  # the Dirs/s and Dirs total rows of dir mode's WRITE and READ
+    # Not an option: -N of the run (--dirstats divides by it); 0 where it does not apply.
+    files_per_dir: int = 0
 
     @classmethod
     def from_config(cls, config: Mapping[str, object]) -> TableOptions:
@@ -90,7 +96,7 @@ class TableOptions:
             for field, opt in table_options(BenchConfig)
             if opt.admits(value := config.get(opt.json_key or field))
         }
-        return dataclasses.replace(cls(), **admitted)
+        return dataclasses.replace(cls(), **admitted, files_per_dir=_files_per_dir(config))
 
     @property
     def percentiles(self) -> tuple[tuple[str, float], ...]:
@@ -161,6 +167,40 @@ def _cpu_row(phase: PhaseResult) -> str:
     return _row("", "CPU util %", phase.first_done.cpu_percent, phase.last_done.cpu_percent)
 
 
+def _files_per_dir(config: Mapping[str, object]) -> int:
+    """-N of a dir-mode run with its numbered tree (--dirstats); 0 with a custom tree."""
+    if config.get("treefile") is not None or config.get("treescan") is not None:
+        return 0
+    if "files" not in config:
+        return 0  # (not a run's config)
+    files = config["files"]
+    if files is None:
+        return 1  # (-N not given)
+    return files if isinstance(files, int) and not isinstance(files, bool) else 0
+
+
+def _dir_rows(phase: PhaseResult, options: TableOptions, total: bool) -> str:
+    """--dirstats: the dirs done (``total``) or done per second in a WRITE or READ phase of
+    dir mode, as elbencho counts them: files done over the files per dir."""
+    per = options.files_per_dir
+    last = phase.last_done
+    if not (options.dirstats and per and last.entries and phase.name in ("WRITE", "READ")):
+        return ""
+    first = phase.first_done
+    if total:
+        return _row("", "Dirs total", first.entries // per, last.entries // per)
+    return _row("", "Dirs/s", first.entries_per_s // per, last.entries_per_s // per)
+
+
+def elapsed_each_row(phase: PhaseResult) -> str:
+    """--allelapsed: each thread's time to completion in whole ms, by rank (elbencho's
+    ``Time ms each`` row)."""
+    threads = sorted(phase.threads, key=lambda t: t.rank)
+    return _wide_row(
+        "Time ms each", "[ " + "".join(f"{t.elapsed_ns // NS_PER_MS} " for t in threads) + "]"
+    )
+
+
 def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
     """elbencho's rows of an --rwmixpct phase: write, read and total apart."""
     first, last = phase.first_done, phase.last_done
@@ -177,8 +217,12 @@ def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
     out += "".join(
         _row("", f"MiB {name}", a.bytes // MIB, b.bytes // MIB) for name, a, b in parts[:2]
     )
+    if options.log > 0:  # elbencho's verbose rows: the blocks written and read
+        out += "".join(_row("", f"IOs {name}", a.ops, b.ops) for name, a, b in parts[:2] if b.ops)
     if options.cpu:
         out += _cpu_row(phase)
+    if options.allelapsed:
+        out += elapsed_each_row(phase)
     for prefix, lat in (("IO wr", phase.write_latency), ("IO rd", phase.read_latency)):
         if lat is not None:
             out += latency_rows(prefix, lat, options)
@@ -202,6 +246,7 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         return out + client_bound_row(phase) + SEPARATOR
     if last.entries:
         out += _row("", f"{entries}/s", first.entries_per_s, last.entries_per_s)
+        out += _dir_rows(phase, options, total=False)
     # In dir mode a file of one block makes IOPS equal to Files/s: shown once.
     if last.ops and last.ops != last.entries:
         out += _row("", "IOPS", first.iops, last.iops)
@@ -210,8 +255,13 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         out += _row("", "Total MiB", first.bytes // MIB, last.bytes // MIB)
     if last.entries:
         out += _row("", f"{entries} total", first.entries, last.entries)
+        out += _dir_rows(phase, options, total=True)
+    if options.log > 0 and last.ops:
+        out += _row("", "IOs total", first.ops, last.ops)
     if options.cpu:
         out += _cpu_row(phase)
+    if options.allelapsed:
+        out += elapsed_each_row(phase)
     if phase.entry_latency is not None:
         out += latency_rows(entries, phase.entry_latency, options)
     out += latency_rows("IO", phase.io_latency, options)
@@ -223,7 +273,23 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
     out += op_kind_rows(phase)
     if options.pertarget is None:
         out += slow_target_row(phase)
+    out += "" if options.no0usecerr else sub_microsecond_row(phase)
     return out + client_bound_row(phase) + SEPARATOR
+
+
+def sub_microsecond_row(phase: PhaseResult) -> str:
+    """elbencho's warning when the fastest thread completed in under a microsecond: the
+    rates of that instant are then shown as 0 (``--no0usecerr`` leaves it out)."""
+    first, last = phase.first_done, phase.last_done
+    # (A phase that failed or was stopped says so itself; its first figures may be none.)
+    if phase.status in ("error", "interrupted") or first.elapsed_ns >= NS_PER_US:
+        return ""
+    if not (last.ops or last.entries):
+        return ""
+    return (
+        "Warning: the fastest thread completed in less than 1 microsecond, so its rates "
+        "show as 0; try a larger data set (--no0usecerr leaves this out)\n"
+    )
 
 
 def _target_columns(phase: PhaseResult) -> list[tuple[str, str]]:

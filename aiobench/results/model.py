@@ -118,6 +118,16 @@ class MixPart(_Rates):
         return self.elapsed_ns
 
 
+@dataclass(frozen=True, slots=True)
+class ThreadProgress:
+    """One thread's part of a live look (--livecsvex): done so far, cumulative."""
+
+    rank: int
+    done_percent: int
+    done_bytes: int
+    done_entries: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Progress:
     """A live look at a running phase: done so far and rates since the last look."""
@@ -131,6 +141,7 @@ class Progress:
     entries_per_s: int
     eta_ns: int | None  # None until there is a pace to extrapolate from
     dir_mode: bool
+    threads: tuple[ThreadProgress, ...] = ()  # each thread's, when asked for (--livecsvex)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -327,6 +327,32 @@ class DirLayout:
             return len(self.dir_ids(rank))
         return self.files_per_rank()
 
+    def run_of(
+        self,
+        kind: PhaseKind,
+        rank: int,
+        ks: Sequence[int],
+        size: int,
+        *,
+        first: int,
+        offsets: list[int] | None = None,
+        ops: list[str] | None = None,
+    ) -> EntryRun:
+        """A run of rank ``rank``'s entries ``ks`` (in that order, repeats allowed), the
+        ``first``-th of its phase on: object storage's random and mixed runs."""
+        pairs = [self.entry(kind, rank, k) for k in ks]
+        indices = [index for index, _ in pairs]
+        return EntryRun(
+            indices[0] if len(set(indices)) == 1 else indices,
+            [name for _, name in pairs],
+            size,
+            self.block_size,
+            rank=rank,
+            first=first,
+            offsets=offsets,
+            ops=ops,
+        )
+
     def entry(self, kind: PhaseKind, rank: int, k: int) -> tuple[int, str]:
         """(path index, name) of entry ``k`` of rank ``rank`` in a phase of ``kind``."""
         if kind in (MKDIRS, RMDIRS):

@@ -23,10 +23,10 @@ import errno as errno_mod
 import hashlib
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, TypeVar
 from xml.sax.saxutils import escape
 
 import aiohttp
@@ -129,6 +129,17 @@ def _child_text(element: ET.Element, name: str) -> str:
         if _local(child.tag) == name:
             return child.text or ""
     return ""
+
+
+T = TypeVar("T")
+
+
+def _status(answer: tuple[int, CIMultiDictProxy[str], bytes]) -> str:
+    return f"HTTP {answer[0]}"
+
+
+def _got_bytes(answer: tuple[int, int]) -> str:
+    return f"{answer[0]} bytes"
 
 
 class S3Client:
@@ -264,16 +275,10 @@ class S3Client:
         self, bucket: str, key: str, offset: int, into: memoryview
     ) -> tuple[int, int]:
         """:meth:`_get_range`, logged with --s3log."""
+        get = self._get_range(bucket, key, offset, into)
         if self.log is None:
-            return await self._get_range(bucket, key, offset, into)
-        start = time.perf_counter_ns()
-        try:
-            got = await self._get_range(bucket, key, offset, into)
-        except S3Error as exc:
-            self._logged("GetObject", "GET", bucket, key, outcome_of(exc), start, True, None)
-            raise
-        self._logged("GetObject", "GET", bucket, key, f"{got[0]} bytes", start, False, None)
-        return got
+            return await get
+        return await self._logged(get, "GetObject", "GET", bucket, key, None, _got_bytes)
 
     async def _get_range(
         self, bucket: str, key: str, offset: int, into: memoryview
@@ -522,30 +527,37 @@ class S3Client:
         )
         if self.log is None:
             return await send
-        start = time.perf_counter_ns()
-        try:
-            answer = await send
-        except S3Error as exc:
-            self._logged(operation, method, bucket, key, outcome_of(exc), start, True, headers)
-            raise
-        self._logged(operation, method, bucket, key, f"HTTP {answer[0]}", start, False, headers)
-        return answer
+        return await self._logged(send, operation, method, bucket, key, headers, _status)
 
-    def _logged(
+    async def _logged(
         self,
+        request: Awaitable[T],
         operation: str,
         method: str,
         bucket: str,
         key: str,
-        outcome: str,
-        start: int,
-        failed: bool,
         headers: Mapping[str, str] | None,
-    ) -> None:
-        assert self.log is not None
+        outcome: Callable[[T], str],
+    ) -> T:
+        """``request``'s answer, the request written to the --s3log log (how it ended:
+        ``outcome`` of its answer, or its error)."""
+        log = self.log
+        assert log is not None
         where = f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
+        start = time.perf_counter_ns()
+        try:
+            answer = await request
+        except S3Error as exc:
+            elapsed = time.perf_counter_ns() - start
+            log.request(operation, method, where, outcome_of(exc), elapsed, True, headers)
+            raise
         elapsed = time.perf_counter_ns() - start
-        self.log.request(operation, method, where, outcome, elapsed, failed, headers)
+        log.request(operation, method, where, outcome(answer), elapsed, False, headers)
+        return answer
+
+    # A request off the data path (the metadata phases'), answered whole: (status, headers,
+    # body); ``operation`` is its name in S3's API, for messages.
+    call = _call
 
     async def _send(
         self,
@@ -604,24 +616,6 @@ class S3Client:
         finally:
             if payload is not None and not done:
                 payload.abandon()  # (failed, stalled, or cut off by the time limit)
-
-    async def call(
-        self,
-        operation: str,
-        method: str,
-        bucket: str,
-        key: str,
-        *,
-        query: Sequence[tuple[str, str]] = (),
-        body: bytes | None = None,
-        headers: dict[str, str] | None = None,
-        ok: tuple[int, ...] = (200,),
-    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
-        """A request off the data path (the metadata phases'), answered whole: (status,
-        headers, body); ``operation`` is its name in S3's API, for messages."""
-        return await self._call(
-            operation, method, bucket, key, query=query, body=body, headers=headers, ok=ok
-        )
 
     # -- errors ----------------------------------------------------------------------------
 

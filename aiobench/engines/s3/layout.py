@@ -465,17 +465,9 @@ class RandomBlocks(EntryStream):
         first, self.issued = self.issued, self.issued + count
         objects = self.rng.integers(0, self.layout.files_per_rank(), count)
         blocks = self.rng.integers(0, self.blocks, count) * self.layout.block_size
-        pairs = [self.layout.entry(READ, self.rank, int(j)) for j in objects]
-        indices = [index for index, _ in pairs]
-        return EntryRun(
-            indices[0] if len(set(indices)) == 1 else indices,
-            [name for _, name in pairs],
-            self.size,
-            self.layout.block_size,
-            rank=self.rank,
-            first=first,
-            offsets=[int(o) for o in blocks],
-        )
+        offsets = [int(o) for o in blocks]
+        ks = [int(j) for j in objects]
+        return self.layout.run_of(READ, self.rank, ks, self.size, first=first, offsets=offsets)
 
 
 @functools.lru_cache(maxsize=4)

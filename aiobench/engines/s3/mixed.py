@@ -124,14 +124,6 @@ class MixedOps(EntryStream):
             return None
         first, self.issued = self.issued, self.issued + count
         planned = [self._next() for _ in range(count)]
-        pairs = [self.layout.entry(self.kind, self.rank, obj) for _, obj in planned]
-        indices = [index for index, _ in pairs]
-        return EntryRun(
-            indices[0] if len(set(indices)) == 1 else indices,
-            [name for _, name in pairs],
-            self.size,
-            self.layout.block_size,
-            rank=self.rank,
-            first=first,
-            ops=[kind for kind, _ in planned],
-        )
+        objects = [obj for _, obj in planned]
+        kinds = [kind for kind, _ in planned]
+        return self.layout.run_of(self.kind, self.rank, objects, self.size, first=first, ops=kinds)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
-import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from aiobench.engines.s3.client import S3Client
 from aiobench.engines.s3.layout import Credentials, parse_endpoint
 from aiobench.engines.s3.metadata import Acl, tag_matches, tag_value, tagging_body
+from tests.engines.s3.fakes import serving
 from tests.helpers import RunCli
 from tests.s3server import S3Server, s3_server  # noqa: F401  (a fixture)
 
@@ -314,18 +314,13 @@ class _AclServer(http.server.BaseHTTPRequestHandler):
     do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _answer
 
 
-def _acl_server(
-    run: Callable[[str], T],
-) -> tuple[T, list[tuple[str, str, str, dict[str, str], bytes]]]:
-    seen: list[tuple[str, str, str, dict[str, str], bytes]] = []
-    handler = type("Handler", (_AclServer,), {"seen": seen, "acls": {}})
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            result = run(f"http://127.0.0.1:{server.server_address[1]}")
-        finally:
-            server.shutdown()
-    return result, seen
+Seen = list[tuple[str, str, str, dict[str, str], bytes]]
+
+
+def _acl_server(run: Callable[[str], T]) -> tuple[T, Seen]:
+    seen: Seen = []
+    with serving(type("Handler", (_AclServer,), {"seen": seen, "acls": {}})) as endpoint:
+        return run(endpoint), seen
 
 
 GRANTS = ["--s3aclgrantee", "someone", "--s3aclgtype", "id", "--s3aclgrants", "read,racp"]

@@ -8,7 +8,6 @@ import asyncio
 import base64
 import hashlib
 import http.server
-import threading
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from aiobench.engines.s3.client import S3Client
 from aiobench.engines.s3.layout import Credentials, parse_endpoint
 from aiobench.engines.s3.policy import RequestPolicy
 from aiobench.errors import S3Error
+from tests.engines.s3.fakes import serving
 from tests.helpers import RunCli
 from tests.s3server import S3Server, s3_server  # noqa: F401  (a fixture)
 
@@ -52,13 +52,8 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 @contextmanager
 def _recording() -> Iterator[tuple[str, list[Request]]]:
     seen: list[Request] = []
-    handler = type("Handler", (_Recorder,), {"seen": seen})
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}", seen
-        finally:
-            server.shutdown()
+    with serving(type("Handler", (_Recorder,), {"seen": seen})) as endpoint:
+        yield endpoint, seen
 
 
 def _signed(headers: dict[str, str]) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.server
 import json
 import random
-import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from aiobench.engines.s3.uploads import UploadSettings
+from tests.engines.s3.fakes import serving
 from tests.engines.s3.test_s3_cli import listing
 from tests.helpers import RunCli
 from tests.s3server import S3Server, s3_server  # noqa: F401  (a fixture)
@@ -74,13 +74,8 @@ class _Server(http.server.BaseHTTPRequestHandler):
 @contextmanager
 def _server(**behaviour: int) -> Iterator[tuple[str, list[Request]]]:
     seen: list[Request] = []
-    handler = type("Handler", (_Server,), {"seen": seen, **behaviour})
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}", seen
-        finally:
-            server.shutdown()
+    with serving(type("Handler", (_Server,), {"seen": seen, **behaviour})) as endpoint:
+        yield endpoint, seen
 
 
 FAKE = ["--s3key", "K", "--s3secret", "S", "--nolive"]

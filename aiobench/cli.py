@@ -19,7 +19,15 @@ from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
 
 from aiobench import __version__
 from aiobench.check.command import check as check_command
-from aiobench.config import LAUNCH_OPTIONS, BenchConfig, build_config
+from aiobench.config import (
+    COMMAND_LINE_OPTIONS,
+    CONFIGFILE_OPTION,
+    LAUNCH_OPTIONS,
+    RECOGNIZED_OPTIONS,
+    BenchConfig,
+    build_config,
+    refuse_recognized,
+)
 from aiobench.engines import registry
 from aiobench.errors import EXIT_IO_ERROR, EXIT_USAGE, AiobenchError, ConfigError
 from aiobench.helptext import COMMAND_NAMES, ArgumentsCommand, PanelCommand
@@ -55,6 +63,9 @@ tools = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 SUBCOMMANDS = COMMAND_NAMES  # (in --help's Commands panel)
+# The benchmark command's words as parsed: the command line with its -c/--configfile's
+# options (what --hosts hands to the ranks, which need not have the file).
+_ARGS: list[str] = []
 # Set when the shell asks for completions (click's name for it): the words are not in argv.
 _COMPLETE_VAR = "_AIOBENCH_COMPLETE"
 # A plot smaller than this has no room for its three panels; larger ones only cost memory.
@@ -157,7 +168,8 @@ def _typer_parameter(opt: Opt) -> inspect.Parameter:
             *opt.flags,
             help=opt.help,
             metavar=opt.metavar,
-            show_default=True if opt.shown is None else opt.shown,
+            # (a recognized-only option has no default to show: it is never run)
+            show_default=False if opt.recognized else True if opt.shown is None else opt.shown,
         )
     annotation = Annotated[opt.cli_type, info]  # type: ignore[name-defined]
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -181,6 +193,8 @@ def bench(**options: Any) -> int:
     """Measure what files, block devices and directories deliver (elbencho-compatible)."""
     hosts, hostsfile = (options.pop(opt.name) for opt in LAUNCH_OPTIONS)
     options.pop(_VERSION.name)
+    options.pop(CONFIGFILE_OPTION.name)  # (read before the command line was parsed)
+    refuse_recognized({opt.name: options.pop(opt.name) for opt in RECOGNIZED_OPTIONS})
     cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
     if hosts is not None or hostsfile is not None:
         return _on_hosts(cfg, hosts, hostsfile)
@@ -254,7 +268,7 @@ def _notes(cfg: BenchConfig, resolved: Resolved, job: Coordinator) -> list[str]:
 bench.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [
         *(_typer_parameter(opt) for _, opt in declared(BenchConfig)),
-        *(_typer_parameter(opt) for opt in LAUNCH_OPTIONS),
+        *(_typer_parameter(opt) for opt in COMMAND_LINE_OPTIONS),
         _VERSION,
     ],
     return_annotation=int,
@@ -276,7 +290,7 @@ def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int
             "--hosts: this is already a rank of an MPI job (mpirun, srun or --mpi); "
             "leave --hosts out there"
         )
-    command = launch_plan(names, sys.argv[1:])
+    command = launch_plan(names, _ARGS or sys.argv[1:])
     if cfg.dryrun:
         human = sys.stderr if cfg.stdout_option is not None else sys.stdout
         print(f"PLAN (--dryrun): {len(names)} MPI ranks: {shlex.join(command)}", file=human)
@@ -484,6 +498,11 @@ def _command(args: list[str]) -> int:
     try:
         if args:
             _check_first_word(args[0])
+        if args and args[0] not in SUBCOMMANDS:
+            from aiobench.configfile import expanded
+
+            args = expanded(command, args)  # -c/--configfile, --flag=false
+            _ARGS[:] = args
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
     except AiobenchError as exc:
         if launch_rank() in (None, 0):  # under MPI every rank fails alike; one says so

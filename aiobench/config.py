@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from aiobench.errors import ConfigError
 from aiobench.kinds import NATIVE_MODULE, EngineName, PathType
 from aiobench.options import (
+    COMPAT,
     DIR_MODE,
     OBJECTS,
     OPT,
@@ -1150,3 +1151,102 @@ def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]])
         if key in seen:
             raise ConfigError(f"{name}: {path} is also given as {seen[key]}")
         seen[key] = name
+
+
+# --- elbencho drop-in (#24): the config file and the options aiobench only recognizes ---
+# elbencho's -c/--configfile: its name=value lines become options before the command line
+# is parsed (aiobench.configfile); the command line wins.
+CONFIGFILE_OPTION = Opt(
+    flags=("-c", "--configfile"),
+    help="Read options from FILE: OPTION=VALUE lines (long names without --), # comments; "
+    "flags take true/false, yes/no, on/off, 1/0. The command line wins.",
+    panel=WORKLOAD,
+    given=None,
+    cli_type=str | None,
+    metavar="FILE",
+    shown="none",
+)
+_SERVICE = (
+    "elbencho's service mode is not needed: aiobench runs the same command on every host "
+    "as an MPI job; give --hosts HOST,... or --hostsfile FILE (or start it with mpirun "
+    "or srun)"
+)
+_STOP = (
+    "there are no services to {}: an MPI run (--hosts, mpirun, srun) stops on Ctrl+C or "
+    "SIGTERM to its launcher (mpirun), which passes it to every rank"
+)
+_GPU = (
+    "GPU buffers and GPUDirect Storage are not available: aiobench does no GPU transfers "
+    "(they need CUDA)"
+)
+# elbencho's GPU options, with their value's placeholder (None: a flag).
+_GPU_OPTIONS = (
+    ("--gpuids", "IDS"),
+    ("--gpuperservice", None),
+    ("--cufile", None),
+    ("--cufiledriveropen", None),
+    ("--cuhostbufreg", None),
+    ("--gds", None),
+    ("--gdsbufreg", None),
+)
+
+
+def _recognized(flag: str, short: str, answer: str, arg: str | None = None) -> Opt:
+    """An elbencho option aiobench recognizes and answers: ``short`` for --help,
+    ``answer`` when given (``arg``: its value's placeholder, None for a flag)."""
+    return Opt(
+        flags=(flag,),
+        help=short,
+        panel=COMPAT,
+        given=False if arg is None else None,
+        cli_type=bool if arg is None else str | None,
+        metavar=arg,
+        recognized=answer,
+    )
+
+
+RECOGNIZED_OPTIONS = (
+    *(
+        _recognized(flag, "elbencho's service mode: aiobench uses --hosts (MPI).", _SERVICE, arg)
+        for flag, arg in (
+            ("--service", None),
+            ("--foreground", None),
+            ("--port", "PORT"),
+            ("--svcpwfile", "FILE"),
+            ("--svcping", None),
+            ("--svcupint", "MS"),
+            ("--svcwait", "SECS"),
+        )
+    ),
+    *(
+        _recognized(
+            flag,
+            "elbencho's: stop an MPI run with Ctrl+C or SIGTERM to mpirun.",
+            _STOP.format(flag.lstrip("-")),
+        )
+        for flag in ("--quit", "--interrupt")
+    ),
+    *(
+        _recognized(flag, "elbencho's GPU option: not available (no GPU transfers).", _GPU, arg)
+        for flag, arg in _GPU_OPTIONS
+    ),
+)
+# Every option of the command line that is no field of BenchConfig.
+COMMAND_LINE_OPTIONS = (*LAUNCH_OPTIONS, CONFIGFILE_OPTION, *RECOGNIZED_OPTIONS)
+
+
+def refuse_recognized(given: dict[str, object]) -> None:
+    """:class:`ConfigError` for the first recognized-only option in ``given`` (raw values
+    by :attr:`Opt.name`): how aiobench does that job; for a GPU option without CUDA, what
+    is missing."""
+    gpu = {flag for flag, _ in _GPU_OPTIONS}
+    for opt in RECOGNIZED_OPTIONS:
+        if given.get(opt.name, opt.given) == opt.given:
+            continue
+        if opt.flags[0] in gpu:
+            from aiobench.cuda import missing
+
+            lacking = missing()
+            if lacking:
+                raise ConfigError(f"{opt.label}: needs CUDA, not found here: {'; '.join(lacking)}")
+        raise ConfigError(f"{opt.label}: {opt.recognized}")

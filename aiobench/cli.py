@@ -499,7 +499,7 @@ def _command(args: list[str]) -> int:
         if args:
             _check_first_word(args[0])
         if args and args[0] not in SUBCOMMANDS:
-            from aiobench.configfile import expanded
+            from aiobench.compat.configfile import expanded
 
             args = expanded(command, args)  # -c/--configfile, --flag=false
             _ARGS[:] = args

@@ -1155,7 +1155,7 @@ def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]])
 
 # --- elbencho drop-in (#24): the config file and the options aiobench only recognizes ---
 # elbencho's -c/--configfile: its name=value lines become options before the command line
-# is parsed (aiobench.configfile); the command line wins.
+# is parsed (aiobench.compat.configfile); the command line wins.
 CONFIGFILE_OPTION = Opt(
     flags=("-c", "--configfile"),
     help="Read options from FILE: OPTION=VALUE lines (long names without --), # comments; "
@@ -1244,7 +1244,7 @@ def refuse_recognized(given: dict[str, object]) -> None:
         if given.get(opt.name, opt.given) == opt.given:
             continue
         if opt.flags[0] in gpu:
-            from aiobench.cuda import missing
+            from aiobench.compat.cuda import missing
 
             lacking = missing()
             if lacking:

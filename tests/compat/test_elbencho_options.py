@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from aiobench.compat.cuda import missing
 from aiobench.config import RECOGNIZED_OPTIONS
-from aiobench.cuda import missing
 from tests.helpers import DATA, call_main
 
 OPTIONS_FILE = DATA / "elbencho-options.txt"
@@ -106,11 +106,11 @@ def test_gpu_options_name_what_is_missing(
 
 def test_what_cuda_lacks_follows_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("ctypes.util.find_library", lambda name: None)
-    monkeypatch.setattr("aiobench.cuda.NVIDIA_DEVICES", "/nonexistent/nvidia[0-9]*")
+    monkeypatch.setattr("aiobench.compat.cuda.NVIDIA_DEVICES", "/nonexistent/nvidia[0-9]*")
     assert missing() == [
         "no CUDA runtime library (libcudart)",
         "no NVIDIA device (/nonexistent/nvidia[0-9]*)",
     ]
     monkeypatch.setattr("ctypes.util.find_library", lambda name: f"lib{name}.so")
-    monkeypatch.setattr("aiobench.cuda.NVIDIA_DEVICES", "/dev/nul[l]")
+    monkeypatch.setattr("aiobench.compat.cuda.NVIDIA_DEVICES", "/dev/nul[l]")
     assert missing() == []

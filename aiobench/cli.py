@@ -23,6 +23,7 @@ from aiobench.config import (
     COMMAND_LINE_OPTIONS,
     CONFIGFILE_OPTION,
     LAUNCH_OPTIONS,
+    NUMHOSTS_OPTION,
     RECOGNIZED_OPTIONS,
     BenchConfig,
     build_config,
@@ -194,10 +195,13 @@ def bench(**options: Any) -> int:
     hosts, hostsfile = (options.pop(opt.name) for opt in LAUNCH_OPTIONS)
     options.pop(_VERSION.name)
     options.pop(CONFIGFILE_OPTION.name)  # (read before the command line was parsed)
+    numhosts = NUMHOSTS_OPTION.value(options.pop(NUMHOSTS_OPTION.name))
     refuse_recognized({opt.name: options.pop(opt.name) for opt in RECOGNIZED_OPTIONS})
     cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
     if hosts is not None or hostsfile is not None:
-        return _on_hosts(cfg, hosts, hostsfile)
+        return _on_hosts(cfg, hosts, hostsfile, numhosts)
+    if numhosts is not None:
+        raise ConfigError("--numhosts: only applies with --hosts or --hostsfile")
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
     from aiobench.run.launch import connect
@@ -280,11 +284,12 @@ app.command(
 )(bench)
 
 
-def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int:
-    """--hosts/--hostsfile: hand the command to the MPI launcher (with --dryrun: say how)."""
-    from aiobench.run.hosts import hand_over, launch_plan, parse_hosts
+def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None, numhosts: object) -> int:
+    """--hosts/--hostsfile: hand the command to the MPI launcher (with --dryrun: say how);
+    --numhosts N: to the first N hosts named."""
+    from aiobench.run.hosts import first_hosts, hand_over, launch_plan, parse_hosts
 
-    names = parse_hosts(hosts, hostsfile)
+    names = first_hosts(parse_hosts(hosts, hostsfile), numhosts)
     if launch_rank() is not None or cfg.mpi:
         raise ConfigError(
             "--hosts: this is already a rank of an MPI job (mpirun, srun or --mpi); "

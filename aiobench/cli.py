@@ -198,10 +198,14 @@ def bench(**options: Any) -> int:
     numhosts = NUMHOSTS_OPTION.value(options.pop(NUMHOSTS_OPTION.name))
     refuse_recognized({opt.name: options.pop(opt.name) for opt in RECOGNIZED_OPTIONS})
     cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
+    from aiobench.run.start import check_start, wait_for_start
+
+    check_start(cfg.start_epoch)
     if hosts is not None or hostsfile is not None:
         return _on_hosts(cfg, hosts, hostsfile, numhosts)
     if numhosts is not None:
         raise ConfigError("--numhosts: only applies with --hosts or --hostsfile")
+
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
     from aiobench.run.launch import connect
@@ -231,6 +235,7 @@ def bench(**options: Any) -> int:
     # with no reader is refused on every process.)
     notes = _notes(cfg, resolved, job)
     outputs = job.agreed(lambda: Outputs(cfg, meta, human, notes=notes) if job.lead else None)
+    wait_for_start(cfg.start_epoch, sys.stderr if job.lead else None)
     result = run_benchmark(
         cfg, resolved, engine, observer=outputs or Observer(), meta=meta, coordinator=job
     )

@@ -670,6 +670,28 @@ class BenchConfig:
         low=1,
         high=MAX_SECONDS,
     )
+    # --- elbencho drop-in (#24): distributed options (MPI ranks, --hosts) ---
+    start_epoch: int | None = option(  # UTC seconds since the epoch; None: at once
+        None,
+        "--start",
+        help="Start the first phase at this instant, UTC seconds since the epoch (date "
+        "+%s); every rank waits for it (synchronized clocks), with a countdown.",
+        panel=SCALE_OUT,
+        cli_type=int | None,
+        metavar="EPOCH",
+        shown="at once",
+        low=0,
+        high=2**40,  # (year 36812: a typing error)
+        json_key="start",
+    )
+    svcelapsed: bool = option(
+        False,
+        "--svcelapsed",
+        help="Under MPI: a row with each rank's completion time (its slowest thread), "
+        "fastest first, as elbencho's 'Svc compl. time'.",
+        panel=SCALE_OUT,
+        show_help="Add the ranks' completion time row.",
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()

@@ -4,7 +4,9 @@ hosts named), ``--start EPOCH`` (every rank starts at that instant) and ``--svce
 
 from __future__ import annotations
 
+import datetime
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,55 @@ def test_numhosts_starts_that_many_ranks(run_cli: RunCli, tmp_path: Path) -> Non
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text())["meta"]["mpi"]["size"] == 2
+
+
+def test_start_waits_for_the_instant_with_a_countdown(run_cli: RunCli, tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    epoch = int(time.time()) + 3
+    proc = run_cli(
+        *("-w", "-s", "64k", "-b", "64k", "--start", str(epoch), "--nolive", "f"),
+        *("--json", str(out)),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"Waiting for the start (--start {epoch}): " in proc.stderr
+    (phase,) = json.loads(out.read_text())["phases"]
+    started = datetime.datetime.fromisoformat(phase["start_time"]).timestamp()
+    assert epoch <= started < epoch + 60  # (the bound only guards a stuck run)
+    assert json.loads(out.read_text())["meta"]["config"]["start"] == epoch
+
+
+def test_a_start_that_passed_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    proc = run_cli("-w", "-s", "4k", "--start", "1000", str(tmp_path / "f"))
+    assert_usage_error(proc, ["--start", "1000", "has passed"])
+    assert not (tmp_path / "f").exists()
+
+
+@needs_launcher
+def test_ranks_start_together_and_svcelapsed_lists_them(run_cli: RunCli, tmp_path: Path) -> None:
+    pytest.importorskip("mpi4py")
+    out = tmp_path / "run.json"
+    epoch = int(time.time()) + 6  # (mpirun and two interpreters start first)
+    proc = run_cli(
+        *("-w", "-b", "64k", "-s", "2m", "-t", "1", "--hosts", "localhost,localhost"),
+        *("--start", str(epoch), "--svcelapsed", "--nolive", "f1", "--json", str(out)),
+        cwd=tmp_path,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Waiting for the start") == 1  # rank 0 alone says so
+    doc = json.loads(out.read_text())
+    (phase,) = doc["phases"]
+    assert datetime.datetime.fromisoformat(phase["start_time"]).timestamp() >= epoch
+    ranks = phase["per_rank"]["ranks"]
+    row = next(line for line in proc.stdout.splitlines() if "Svc compl. time" in line)
+    cells = row.split("[ ")[1].split(" ]")[0].split()
+    # Each rank once, named host#rank (both on this host), fastest first.
+    by_time = sorted(ranks, key=lambda r: (r["elapsed_ns"], r["rank"]))
+    assert [cell.split("=")[0] for cell in cells] == [f"{r['host']}#{r['rank']}" for r in by_time]
+
+
+def test_svcelapsed_without_mpi_adds_no_row(run_cli: RunCli, tmp_path: Path) -> None:
+    proc = run_cli("-w", "-s", "64k", "--svcelapsed", "--nolive", "f", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Svc compl. time" not in proc.stdout and "Elapsed time" in proc.stdout

@@ -684,6 +684,26 @@ class BenchConfig:
         high=2**40,  # (year 36812: a typing error)
         json_key="start",
     )
+    rankoffset: int = option(
+        0,
+        "--rankoffset",
+        help="Number the threads from N (dir mode: their dirs r<N>...; their seeds), as "
+        "elbencho's worker ranks; under MPI added to every rank's.",
+        panel=SCALE_OUT,
+        metavar="N",
+        low=0,
+        high=MAX_SLOTS * 2**20,  # (far past any job's thread count)
+    )
+    rotatehosts: int = option(
+        0,
+        "--rotatehosts",
+        help="Under MPI: in each phase, rank r works on the share of rank r + N*phase "
+        "(modulo the ranks), so that no host reads what it wrote itself.",
+        panel=SCALE_OUT,
+        metavar="N",
+        low=0,
+        high=2**31,
+    )
     svcelapsed: bool = option(
         False,
         "--svcelapsed",

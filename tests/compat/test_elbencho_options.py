@@ -17,7 +17,7 @@ OPTIONS_FILE = DATA / "elbencho-options.txt"
 MINE = (
     "--configfile",
     "--jsonfile",
-    *("--numhosts", "--start", "--svcelapsed"),
+    *("--numhosts", "--start", "--svcelapsed", "--rankoffset", "--rotatehosts"),
     *("--service", "--foreground", "--port", "--quit", "--interrupt"),
     *("--svcpwfile", "--svcping", "--svcupint", "--svcwait"),
     *("--gpuids", "--gpuperservice", "--cufile", "--cufiledriveropen"),

@@ -115,3 +115,32 @@ def test_svcelapsed_without_mpi_adds_no_row(run_cli: RunCli, tmp_path: Path) -> 
     proc = run_cli("-w", "-s", "64k", "--svcelapsed", "--nolive", "f", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Svc compl. time" not in proc.stdout and "Elapsed time" in proc.stdout
+
+
+def test_rankoffset_numbers_the_dirs_from_n(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    proc = run_cli(
+        *("-d", "-w", "-t", "2", "-n", "1", "-N", "2", "-s", "4k", "--rankoffset", "5"),
+        *("--nolive", str(tmp_path / "d")),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["r5", "r6"]
+    assert all(len(list(p.rglob("*"))) == 3 for p in (tmp_path / "d").iterdir())  # dir+2 files
+
+
+@needs_launcher
+def test_rotatehosts_runs_every_share_under_mpi(run_cli: RunCli, tmp_path: Path) -> None:
+    pytest.importorskip("mpi4py")
+    out = tmp_path / "run.json"
+    proc = run_cli(
+        *("-w", "-r", "-b", "64k", "-s", "1m", "-t", "1", "--hosts", "localhost,localhost"),
+        *("--rotatehosts", "1", "--nolive", "f1", "f2", "--json", str(out)),
+        cwd=tmp_path,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["config"]["rotatehosts"] == 1
+    for phase in doc["phases"]:  # both shares, once each, in both phases
+        assert phase["last_done"]["bytes"] == 2 << 20
+        assert [r["bytes"] for r in phase["per_rank"]["ranks"]] == [1 << 20, 1 << 20]

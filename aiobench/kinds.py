@@ -22,14 +22,39 @@ class PhaseKind(StrEnum):
     RMDIRS = "rmdirs"
     LISTOBJ = "listobj"  # object storage: list the buckets' objects (--s3listobj)
     MULTIDEL = "multidel"  # object storage: delete them in batches (--s3multidel)
+    LISTOBJPAR = "listobjpar"  # object storage: each thread lists its own (--s3listobjpar)
+    MIXED = "mixed"  # object storage: GETs, PUTs, DELETEs and HEADs in shares (--s3mix)
+    # Object storage's metadata phases (aiobench.engines.s3.metadata), per bucket ...
+    PUTBACL = "putbacl"  # --s3baclput
+    PUTBUCKETMD = "putbucketmd"  # --s3btag, --s3olockcfg, --s3bversion (with -d)
+    STATDIRS = "statdirs"  # --s3statdirs
+    GETBUCKETMD = "getbucketmd"
+    DELBUCKETMD = "delbucketmd"  # (with -D)
+    GETBACL = "getbacl"  # --s3baclget
+    # ... and per object
+    PUTOBJACL = "putobjacl"  # --s3aclput
+    PUTOBJMD = "putobjmd"  # --s3otag (with -w)
+    GETOBJMD = "getobjmd"
+    GETOBJACL = "getobjacl"  # --s3aclget
+    DELOBJMD = "delobjmd"  # (with -F)
     SYNC = "sync"
     DROPCACHE = "dropcache"
 
 
 MKDIRS, WRITE, STAT, READ = PhaseKind.MKDIRS, PhaseKind.WRITE, PhaseKind.STAT, PhaseKind.READ
 RMFILES, RMDIRS = PhaseKind.RMFILES, PhaseKind.RMDIRS
-LISTOBJ, MULTIDEL = PhaseKind.LISTOBJ, PhaseKind.MULTIDEL
+LISTOBJ, MULTIDEL, LISTOBJPAR = PhaseKind.LISTOBJ, PhaseKind.MULTIDEL, PhaseKind.LISTOBJPAR
+MIXED = PhaseKind.MIXED
 SYNC, DROPCACHE = PhaseKind.SYNC, PhaseKind.DROPCACHE
+PUTBACL, PUTBUCKETMD, STATDIRS = PhaseKind.PUTBACL, PhaseKind.PUTBUCKETMD, PhaseKind.STATDIRS
+GETBUCKETMD, DELBUCKETMD, GETBACL = PhaseKind.GETBUCKETMD, PhaseKind.DELBUCKETMD, PhaseKind.GETBACL
+PUTOBJACL, PUTOBJMD, GETOBJMD = PhaseKind.PUTOBJACL, PhaseKind.PUTOBJMD, PhaseKind.GETOBJMD
+GETOBJACL, DELOBJMD = PhaseKind.GETOBJACL, PhaseKind.DELOBJMD
+# The metadata phases of whole buckets and of each object (one entry a bucket, an object).
+BUCKET_MD_KINDS = (PUTBACL, PUTBUCKETMD, STATDIRS, GETBUCKETMD, DELBUCKETMD, GETBACL)
+OBJECT_MD_KINDS = (PUTOBJACL, PUTOBJMD, GETOBJMD, GETOBJACL, DELOBJMD)
+# The phases of object storage whose entries are each thread's objects (as STAT's are)
+OBJECT_ENTRY_KINDS = (*OBJECT_MD_KINDS, LISTOBJPAR)
 
 PHASE_NAMES: dict[PhaseKind, str] = {
     MKDIRS: "MKDIRS",
@@ -40,6 +65,9 @@ PHASE_NAMES: dict[PhaseKind, str] = {
     RMDIRS: "RMDIRS",
     LISTOBJ: "LISTOBJ",
     MULTIDEL: "MULTIDEL",
+    LISTOBJPAR: "LISTOBJ_P",
+    MIXED: "MIXED",
+    **{kind: kind.value.upper() for kind in BUCKET_MD_KINDS + OBJECT_MD_KINDS},
     SYNC: "SYNC",
     DROPCACHE: "DROPCACHE",
 }

@@ -803,7 +803,7 @@ typedef struct {
         *stop;
     int fd, dfd, op, flags, mode, mix_pct, err;
     char reading, verify, verify_direct, tolerate, carry;
-    Py_ssize_t length, depth, var_words, size, block, first, n, n_io, done, index;
+    Py_ssize_t length, depth, var_words, size, block, start, first, n, n_io, done, index;
     long long mix_base, first_seq, schedule_ns, until_ns, deadline_ns;
     unsigned long long salt, a, b, c;
     double ns_per_op;
@@ -906,6 +906,7 @@ static PyMemberDef spec_members[] = {
     SPEC_FIELD(mode, T_INT, 0, "mode of what is made"),
     SPEC_FIELD(size, T_PYSSIZET, 0, "entries_files: bytes per file"),
     SPEC_FIELD(block, T_PYSSIZET, 0, "entries_files: bytes per block"),
+    SPEC_FIELD(start, T_PYSSIZET, 0, "entries_files: the file offset of each file's first block (0: whole files)"),
     SPEC_FIELD(io_starts, T_OBJECT, 0, "entries_files: int64 array, each block's start"),
     SPEC_FIELD(io_ends, T_OBJECT, 0, "entries_files: int64 array, each block's end"),
     SPEC_FIELD(n_io, T_PYSSIZET, 0, "in and out: blocks recorded in io_starts/io_ends"),
@@ -1670,7 +1671,7 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     const int dfd = sp->dfd, flags = sp->flags, mode = sp->mode, writing = !sp->reading;
     const long long until_ns = sp->until_ns, deadline_ns = sp->deadline_ns;
-    const Py_ssize_t first = sp->first, size = sp->size, block = sp->block;
+    const Py_ssize_t first = sp->first, size = sp->size, block = sp->block, at = sp->start;
     Py_ssize_t n = sp->n, n_io = sp->n_io;
     uint8_t *rmem = slot->read.buf;
     Views v = {.count = 0};
@@ -1690,6 +1691,8 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     const char *wrong = NULL;
     if (blocks == 0)
         wrong = "size/block: a file of blocks needs both above 0 (size 0: entries_meta)";
+    else if (at < 0)
+        wrong = "start: a file offset, not negative";
     else if (n < 0 || n > n_starts || n > n_ends || nm.count - first > n_starts - n ||
              nm.count - first > n_ends - n)
         wrong = "starts/ends: too short for the leaves";
@@ -1727,8 +1730,8 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             Py_ssize_t len = size - off < block ? size - off : block;
             uint8_t *data = writing ? pool_next(&pool) : rmem;
             int64_t io_start = now_ns();
-            ssize_t got = writing ? xpwrite(fd, data, (size_t)len, off)
-                                  : xpread(fd, data, (size_t)len, off);
+            ssize_t got = writing ? xpwrite(fd, data, (size_t)len, at + off)
+                                  : xpread(fd, data, (size_t)len, at + off);
             int64_t io_end = now_ns();
             if (got != len) {
                 if (got < 0) {
@@ -1740,7 +1743,7 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                     a = (uint64_t)got;
                     b = (uint64_t)len;
                 }
-                c = (uint64_t)off;
+                c = (uint64_t)(at + off);
                 break;
             }
             io_starts[n_io] = io_start;

@@ -106,6 +106,7 @@ class Spec:
     mode: int
     size: int
     block: int
+    start: int
     io_starts: Array | None
     io_ends: Array | None
     n_io: int

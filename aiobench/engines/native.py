@@ -333,6 +333,7 @@ def _files(record: _EntryArrays, job: Job, run: EntryRun, parents: ParentDirs) -
         reading=job.kind == READ,
         size=run.size,
         block=run.block,
+        start=run.start,
         until_ns=until_ns,
         deadline_ns=job.deadline_ns or 1 << 62,
         stop=job.stop.flag if isinstance(job.stop, StopEvent) else None,

@@ -355,9 +355,10 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
     io_start, io_end = batch.io_starts.append, batch.io_ends.append
     writing = job.kind == WRITE
     flags = file_flags(job)
-    size, block = run.size, run.block
-    # (offset, length) of every block of a file; only the last one can be short.
-    blocks = [(off, min(block, size - off)) for off in range(0, size, block)]
+    size, block, at = run.size, run.block, run.start
+    # (offset, length) of every block of a file (of its range from ``at``, a file shared
+    # between threads: --sharesize); only the last one can be short.
+    blocks = [(at + off, min(block, size - off)) for off in range(0, size, block)]
     transfer = os.pwritev if writing else os.preadv
     if writing and blocks:
         assert job.buf is not None
@@ -388,7 +389,7 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
                     io_end(now := clock())
                     if got != length:
                         raise _short(batch.io_ends, got, length)
-                    if off + length < size and (now > deadline or stopped()):
+                    if off + length < at + size and (now > deadline or stopped()):
                         cut = True  # time limit or signal inside a file: it stays unfinished
                         break
             except OSError as exc:

@@ -18,7 +18,18 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind, phase_name
+from aiobench.kinds import (
+    MIXED,
+    MKDIRS,
+    OBJECT_ENTRY_KINDS,
+    READ,
+    RMDIRS,
+    RMFILES,
+    STAT,
+    WRITE,
+    PhaseKind,
+    phase_name,
+)
 from aiobench.plan.split import StreamOrder, ThreadSplit
 
 # What a symlink below PATH is called, when the checks before the run or the engine's walk
@@ -48,6 +59,11 @@ class EntryRun:
     first: int = 0  # the number of the first entry in its thread's phase (0, 1, ...)
     # Object storage's --rand reads: each entry is one block of its object, at this offset.
     offsets: list[int] | None = None
+    # A file shared between threads (custom tree, --sharesize): the entries' ``size`` bytes
+    # start at this offset of the file; 0 for whole files.
+    start: int = 0
+    # Object storage's MIXED phase: each entry's kind of operation (engines.s3.mixed).
+    ops: list[str] | None = None
 
     def __post_init__(self) -> None:
         if self.dirs or not self.leaves:
@@ -103,14 +119,32 @@ class EntryRun:
         rest = index if isinstance(index, int) else index[done:]
         first = self.first + done
         offsets = None if self.offsets is None else self.offsets[done:]
+        ops = None if self.ops is None else self.ops[done:]
         if done >= len(self.leaves):
             return EntryRun(
-                rest, [], self.size, self.block, rank=self.rank, first=first, offsets=offsets
+                rest,
+                [],
+                self.size,
+                self.block,
+                rank=self.rank,
+                first=first,
+                offsets=offsets,
+                start=self.start,
+                ops=ops,
             )
         at = self._stretch_of(done)
         dirs = ((0, self.dirs[at][1]), *((k - done, p) for k, p in self.dirs[at + 1 :]))
         return EntryRun(
-            rest, self.leaves[done:], self.size, self.block, dirs, self.rank, first, offsets
+            rest,
+            self.leaves[done:],
+            self.size,
+            self.block,
+            dirs,
+            self.rank,
+            first,
+            offsets,
+            self.start,
+            ops,
         )
 
     @property
@@ -196,7 +230,7 @@ class DirLayout:
 
     def moves_data(self, kind: PhaseKind) -> bool:
         """Whether a phase of ``kind`` reads or writes data (empty files: none)."""
-        return kind in (READ, WRITE) and self.file_size > 0
+        return kind in (READ, WRITE, MIXED) and self.file_size > 0
 
     def bytes_per_path(self) -> list[int]:
         """The bytes of data in each PATH: its files'."""
@@ -323,7 +357,7 @@ class EntryStream:
         if count <= 0:
             return None
         start, self.issued = self.issued, self.issued + count
-        if self.kind in (WRITE, STAT, READ, RMFILES):  # the thread's files
+        if self.kind in (WRITE, STAT, READ, RMFILES, *OBJECT_ENTRY_KINDS):  # the thread's files
             return self.layout.file_run(self.rank, start, self.issued, self.size)
         pairs = [self.layout.entry(self.kind, self.rank, k) for k in range(start, self.issued)]
         indices = [index for index, _ in pairs]

@@ -14,13 +14,19 @@ import os
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from aiobench.config import BenchConfig, validate
 from aiobench.errors import ConfigError
 from aiobench.kinds import MKDIRS, WRITE, PathType
 from aiobench.plan.dirmode import SYMLINK, DirLayout
+from aiobench.plan.tree import all_dirs
+from aiobench.plan.treeresolve import custom_tree
 from aiobench.plan.workload import Layout
 from aiobench.units import MAX_BYTES, format_bytes
+
+if TYPE_CHECKING:
+    from aiobench.stats.opkinds import OpKindTally
 
 FILE, BLOCKDEV, DIR = PathType.FILE, PathType.BLOCKDEV, PathType.DIR
 FileId = tuple[int, int]  # (st_dev, st_ino): which file or dir a name led to
@@ -67,6 +73,11 @@ class Targets:
         """Release the handles."""
         raise NotImplementedError
 
+    def take_op_kinds(self) -> dict[str, OpKindTally]:
+        """A phase that mixes kinds of operations (object storage's MIXED): what each kind
+        did since the last call; {} for engines that never mix."""
+        return {}
+
     @property
     def servers(self) -> tuple[str, ...]:
         """The servers the targets are reached through, if several can be (object
@@ -111,7 +122,8 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe]) -> Resolved:
     path_type = kinds.pop()
     if path_type == DIR:
         validate(cfg, path_type)
-        resolved = replace(_resolve_dirs(cfg), idents=idents)
+        tree = cfg.treefile is not None or cfg.treescan is not None
+        resolved = replace(_resolve_tree(cfg) if tree else _resolve_dirs(cfg), idents=idents)
         _check_space(cfg, resolved)
         return resolved
     dir_only = cfg.dir_mode_options()
@@ -222,6 +234,38 @@ def _resolve_dirs(cfg: BenchConfig) -> Resolved:
             raise ConfigError(f"{path}: cannot access the directory")
     _check_writable(cfg, layout)
     _check_tree(cfg, layout, notes)
+    return Resolved(DIR, layout, tuple(notes))
+
+
+def _resolve_tree(cfg: BenchConfig) -> Resolved:
+    """Custom tree mode: the tree (read, or scanned and written), its layout, and that the
+    dirs it needs are there (or -d makes them), none of them a symlink; read-only but for
+    the tree file a scan writes."""
+    layout, notes = custom_tree(cfg)
+    path = cfg.paths[0]
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise ConfigError(f"{path}: cannot access the directory")
+    _check_writable(cfg, layout)
+    seen: set[str] = set()
+    for name in all_dirs(layout.tree):
+        st = _lstat_below(path, name, seen)
+        exists = st is not None and stat.S_ISDIR(st.st_mode)
+        if st is not None and not exists and cfg.mkdirs:
+            raise ConfigError(f"{os.path.join(path, name)}: not a directory")
+        if not exists and not cfg.mkdirs and cfg.file_phases and not cfg.nodelerr:
+            raise ConfigError(
+                f"{os.path.join(path, name)}: directory does not exist (add -d/--mkdirs to "
+                "create the dirs of the tree)"
+            )
+    files = layout.tree.files
+    if files and not cfg.write and (cfg.read or cfg.stat) and not cfg.nodelerr:
+        for name, _ in {files[0], files[-1]}:
+            st = _lstat_below(path, name, seen)
+            if st is None or not stat.S_ISREG(st.st_mode):
+                raise ConfigError(
+                    f"{os.path.join(path, name)}: file does not exist (add -w to create the "
+                    "files of the tree)"
+                )
     return Resolved(DIR, layout, tuple(notes))
 
 

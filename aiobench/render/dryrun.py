@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from aiobench.config import BenchConfig
 from aiobench.kinds import (
+    BUCKET_MD_KINDS,
     LISTOBJ,
     MKDIRS,
     MULTIDEL,
+    OBJECT_ENTRY_KINDS,
+    READ,
     RMDIRS,
     RMFILES,
     STAT,
@@ -20,6 +23,7 @@ from aiobench.kinds import (
 )
 from aiobench.plan.dirmode import DirLayout
 from aiobench.plan.targets import Resolved
+from aiobench.plan.tree import TreeLayout
 from aiobench.plan.workload import Layout
 from aiobench.text import printable
 from aiobench.units import format_bytes, format_seconds
@@ -62,7 +66,9 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
     out = ""
     for kind in kinds:
         name = layout.phase_name(kind, cfg.rwmixpct)
-        if isinstance(layout, DirLayout):
+        if isinstance(layout, TreeLayout):
+            text = _tree_phase(layout, kind)
+        elif isinstance(layout, DirLayout):
             dirs = cfg.threads * layout.dirs if not layout.sharing else layout.dirs
             files = cfg.threads * layout.files_per_rank()
             dir_word, file_word = (
@@ -70,13 +76,13 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
             )
             if cfg.object_storage:
                 dirs = len(cfg.paths)
-            if kind in (MKDIRS, RMDIRS):
+            if kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS):
                 text = f"{dirs} {dir_word}"
             elif kind == LISTOBJ:
                 text = f"up to {cfg.s3listobj} objects of each bucket listed"
             elif kind == MULTIDEL:
                 text = f"{files} objects, in DeleteObjects batches of {cfg.s3multidel}"
-            elif kind in (STAT, RMFILES):
+            elif kind in (STAT, RMFILES, *OBJECT_ENTRY_KINDS):
                 text = f"{files} {file_word}"
             else:
                 total = files * layout.file_size
@@ -94,6 +100,17 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
     return out
 
 
+def _tree_phase(layout: TreeLayout, kind: PhaseKind) -> str:
+    """A phase of a custom tree: its dirs (made by the first thread) or its files."""
+    if kind in (MKDIRS, RMDIRS):
+        return f"{layout.dirs} dirs, by the first thread"
+    text = f"{layout.files} files"
+    if kind in (READ, WRITE):
+        total = layout.bytes_per_path()[0]
+        text += f", {format_bytes(total)} in blocks of {format_bytes(layout.block_size)}"
+    return text
+
+
 def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) -> str:
     """The plan of a run with phases ``kinds`` (in their order), ending with a line that
     says nothing was done."""
@@ -104,6 +121,10 @@ def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
     if isinstance(layout, DirLayout) and cfg.object_storage:
         prefixes = "no key prefix" if layout.dirs == 0 else f"{layout.dirs} key prefixes"
         per = f"{prefixes}, {layout.files_per_rank()} objects of {format_bytes(layout.file_size)}"
+        out += _row("Per thread", per)
+    elif isinstance(layout, TreeLayout):
+        per = f"custom tree dealt out (files of {format_bytes(layout.share_bytes)} and more "
+        per += "split between the threads)"
         out += _row("Per thread", per)
     elif isinstance(layout, DirLayout):
         dirs = "files straight into PATH" if layout.dirs == 0 else f"{layout.dirs} dirs"

@@ -40,6 +40,7 @@ from aiobench.text import printable
 # records of --jsonfile and --livejson (a run's start: scripts/bench --section startup).
 if TYPE_CHECKING:
     from aiobench.render.live import LiveLine
+    from aiobench.render.livelines import NewLines
 
 _CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
 
@@ -95,7 +96,9 @@ def check_output_files(cfg: BenchConfig) -> None:
         if not os.access(target, os.W_OK):
             raise ConfigError(f"{option}: cannot write to {printable(target)}")
         appended = place.kind == REGULAR and os.path.getsize(place.real)
-        if option in headers and appended and not cfg.dryrun:
+        # (--nocsvlabels: a --csvfile without a header row is appended to as it is.)
+        labels = option in headers and not (option == "--csvfile" and cfg.nocsvlabels)
+        if labels and appended and not cfg.dryrun:
             _check_header(option, shown, place.real, headers[option])
 
 
@@ -148,8 +151,12 @@ class Outputs(Observer):
         self.meta = meta
         self.human = human
         self.table = TableOptions.from_config(cfg.to_dict())
-        self.live: LiveLine | None = None
-        if cfg.live and human.isatty():
+        self.live: LiveLine | NewLines | None = None
+        if cfg.live and cfg.live1n:  # (elbencho's --live1n: a line per update, on stderr)
+            from aiobench.render.livelines import NewLines
+
+            self.live = NewLines(sys.stderr)
+        elif cfg.live and human.isatty():
             from aiobench.render.live import LiveLine
 
             self.live = LiveLine(human)
@@ -283,6 +290,13 @@ class Outputs(Observer):
     def progress(self, progress: Progress) -> None:
         if self.live is not None:
             self.live.update(progress)
+        if progress.threads and self.cfg.livecsv_path is not None:  # (--livecsvex)
+            from aiobench.render.livecsvex import thread_rows
+
+            moment = self._phase_start + datetime.timedelta(
+                microseconds=progress.elapsed_ns // 1000
+            )
+            self._write("--livecsv", thread_rows(self.cfg.label, progress, moment), LIVE_HEADER)
 
     def interval(self, phase: str, interval: IntervalStats) -> None:
         cfg = self.cfg
@@ -315,7 +329,8 @@ class Outputs(Observer):
             block = text.replace(SEPARATOR, status_row(phase) + SEPARATOR, 1)
             self._write("--resfile", (self._res_header() if not self.shown else "") + block)
         if cfg.csvfile_path is not None:
-            self._write("--csvfile", line(result_row(self.meta, phase)), RESULT_HEADER)
+            labels = None if cfg.nocsvlabels else RESULT_HEADER
+            self._write("--csvfile", line(result_row(self.meta, phase)), labels)
         if cfg.jsonfile_path is not None:
             from aiobench.render.elbencho_json import elbencho_record
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 from aiobench.config import BenchConfig
+from aiobench.kinds import BUCKET_MD_KINDS, PHASE_NAMES
 from aiobench.options import table_options
 from aiobench.results.model import (
     EndpointTotals,
@@ -68,6 +69,12 @@ class TableOptions:
     lathisto: bool = False
     cpu: bool = False
     pertarget: bool | None = None
+    allelapsed: bool = False  # elbencho's "Time ms each" row
+    no0usecerr: bool = False  # no warning for a fastest thread under 1 us
+    log: int = 0  # elbencho's log level: 1 and up add the IOs total row
+    dirstats: bool = False  # the Dirs/s and Dirs total rows of dir mode's WRITE and READ
+    # Not an option: -N of the run (--dirstats divides by it); 0 where it does not apply.
+    files_per_dir: int = 0
     svcelapsed: bool = False  # (--svcelapsed: the ranks' completion times, under MPI)
 
     @classmethod
@@ -90,7 +97,7 @@ class TableOptions:
             for field, opt in table_options(BenchConfig)
             if opt.admits(value := config.get(opt.json_key or field))
         }
-        return dataclasses.replace(cls(), **admitted)
+        return dataclasses.replace(cls(), **admitted, files_per_dir=_files_per_dir(config))
 
     @property
     def percentiles(self) -> tuple[tuple[str, float], ...]:
@@ -147,12 +154,52 @@ def entry_label(phase: PhaseResult) -> str:
     return _entry_label(phase.name)
 
 
+# The phases whose entries are dirs (buckets): their rows say Dirs.
+DIR_PHASE_NAMES = frozenset(
+    ("MKDIRS", "RMDIRS", "MKBUCKETS", "RMBUCKETS", *(PHASE_NAMES[k] for k in BUCKET_MD_KINDS))
+)
+
+
 def _entry_label(name: str) -> str:
-    return "Dirs" if name in ("MKDIRS", "RMDIRS", "MKBUCKETS", "RMBUCKETS") else "Files"
+    return "Dirs" if name in DIR_PHASE_NAMES else "Files"
 
 
 def _cpu_row(phase: PhaseResult) -> str:
     return _row("", "CPU util %", phase.first_done.cpu_percent, phase.last_done.cpu_percent)
+
+
+def _files_per_dir(config: Mapping[str, object]) -> int:
+    """-N of a dir-mode run with its numbered tree (--dirstats); 0 with a custom tree."""
+    if config.get("treefile") is not None or config.get("treescan") is not None:
+        return 0
+    if "files" not in config:
+        return 0  # (not a run's config)
+    files = config["files"]
+    if files is None:
+        return 1  # (-N not given)
+    return files if isinstance(files, int) and not isinstance(files, bool) else 0
+
+
+def _dir_rows(phase: PhaseResult, options: TableOptions, total: bool) -> str:
+    """--dirstats: the dirs done (``total``) or done per second in a WRITE or READ phase of
+    dir mode, as elbencho counts them: files done over the files per dir."""
+    per = options.files_per_dir
+    last = phase.last_done
+    if not (options.dirstats and per and last.entries and phase.name in ("WRITE", "READ")):
+        return ""
+    first = phase.first_done
+    if total:
+        return _row("", "Dirs total", first.entries // per, last.entries // per)
+    return _row("", "Dirs/s", first.entries_per_s // per, last.entries_per_s // per)
+
+
+def elapsed_each_row(phase: PhaseResult) -> str:
+    """--allelapsed: each thread's time to completion in whole ms, by rank (elbencho's
+    ``Time ms each`` row)."""
+    threads = sorted(phase.threads, key=lambda t: t.rank)
+    return _wide_row(
+        "Time ms each", "[ " + "".join(f"{t.elapsed_ns // NS_PER_MS} " for t in threads) + "]"
+    )
 
 
 def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
@@ -171,8 +218,12 @@ def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
     out += "".join(
         _row("", f"MiB {name}", a.bytes // MIB, b.bytes // MIB) for name, a, b in parts[:2]
     )
+    if options.log > 0:  # elbencho's verbose rows: the blocks written and read
+        out += "".join(_row("", f"IOs {name}", a.ops, b.ops) for name, a, b in parts[:2] if b.ops)
     if options.cpu:
         out += _cpu_row(phase)
+    if options.allelapsed:
+        out += elapsed_each_row(phase)
     for prefix, lat in (("IO wr", phase.write_latency), ("IO rd", phase.read_latency)):
         if lat is not None:
             out += latency_rows(prefix, lat, options)
@@ -213,6 +264,7 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         return out + client_bound_row(phase) + SEPARATOR
     if last.entries:
         out += _row("", f"{entries}/s", first.entries_per_s, last.entries_per_s)
+        out += _dir_rows(phase, options, total=False)
     # In dir mode a file of one block makes IOPS equal to Files/s: shown once.
     if last.ops and last.ops != last.entries:
         out += _row("", "IOPS", first.iops, last.iops)
@@ -221,8 +273,13 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         out += _row("", "Total MiB", first.bytes // MIB, last.bytes // MIB)
     if last.entries:
         out += _row("", f"{entries} total", first.entries, last.entries)
+        out += _dir_rows(phase, options, total=True)
+    if options.log > 0 and last.ops:
+        out += _row("", "IOs total", first.ops, last.ops)
     if options.cpu:
         out += _cpu_row(phase)
+    if options.allelapsed:
+        out += elapsed_each_row(phase)
     if options.svcelapsed:
         out += svc_elapsed_row(phase)
     if phase.entry_latency is not None:
@@ -233,9 +290,26 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
     if phase.sched_latency is not None:
         # Under a rate limit: from each operation's scheduled start (coordinated omission).
         out += latency_rows("Sched", phase.sched_latency, options)
+    out += op_kind_rows(phase)
     if options.pertarget is None:
         out += slow_target_row(phase)
+    out += "" if options.no0usecerr else sub_microsecond_row(phase)
     return out + client_bound_row(phase) + SEPARATOR
+
+
+def sub_microsecond_row(phase: PhaseResult) -> str:
+    """elbencho's warning when the fastest thread completed in under a microsecond: the
+    rates of that instant are then shown as 0 (``--no0usecerr`` leaves it out)."""
+    first, last = phase.first_done, phase.last_done
+    # (A phase that failed or was stopped says so itself; its first figures may be none.)
+    if phase.status in ("error", "interrupted") or first.elapsed_ns >= NS_PER_US:
+        return ""
+    if not (last.ops or last.entries):
+        return ""
+    return (
+        "Warning: the fastest thread completed in less than 1 microsecond, so its rates "
+        "show as 0; try a larger data set (--no0usecerr leaves this out)\n"
+    )
 
 
 def _target_columns(phase: PhaseResult) -> list[tuple[str, str]]:
@@ -355,6 +429,28 @@ def slow_target_row(phase: PhaseResult) -> str:
         f"average of {shown_average} {unit} (--pertarget lists every target)"
     )
     return _wide_row("Slowest target", text)
+
+
+def op_kind_rows(phase: PhaseResult) -> str:
+    """A MIXED phase's kinds, a row each: ``GET : 700 ops (70.0 %), 812 ops/s, 3 MiB/s,
+    lat avg=… p99=…, TTFB avg=…``; '' for other phases."""
+    total = sum(k.ops for k in phase.op_kinds)
+    elapsed = phase.last_done.elapsed_ns
+    out = ""
+    for kind in phase.op_kinds:
+        share = 100 * kind.ops / total if total else 0.0
+        rate = int(kind.ops * 1e9 / elapsed) if elapsed else 0
+        text = f"{kind.ops} ops ({share:.1f} %), {rate} ops/s"
+        if kind.bytes:
+            text += f", {int(kind.bytes * 1e9 / elapsed) // MIB if elapsed else 0} MiB/s"
+        lat = kind.latency
+        if lat.count:
+            p99 = lat.at([99.0])[99.0]
+            text += f", lat avg={format_latency(lat.mean_ns)} p99={format_latency(p99)}"
+        if kind.ttfb is not None and kind.ttfb.count:
+            text += f", TTFB avg={format_latency(kind.ttfb.mean_ns)}"
+        out += _wide_row(kind.op, text)
+    return out
 
 
 def client_bound_row(phase: PhaseResult) -> str:

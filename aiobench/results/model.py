@@ -33,6 +33,8 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
     3, extended without a bump — meta.config.s3timeout_s (--s3timeout; optional), and the
         fields an S3 request's error always carried (error.endpoint, .bucket, .key,
         .status, .code), now described.
+    3, extended without a bump — phases[].op_kinds (a MIXED phase's operations by kind,
+        --s3mix); a phase without it has none.
     3, extended without a bump — phases[].client_cpu_pct (aiobench's own CPU over the phase
         as a share of what it may use); a phase without it reads as 0.
     3, unchanged — --jsonfile no longer writes "record": "phase" lines but elbencho's own
@@ -119,6 +121,16 @@ class MixPart(_Rates):
         return self.elapsed_ns
 
 
+@dataclass(frozen=True, slots=True)
+class ThreadProgress:
+    """One thread's part of a live look (--livecsvex): done so far, cumulative."""
+
+    rank: int
+    done_percent: int
+    done_bytes: int
+    done_entries: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Progress:
     """A live look at a running phase: done so far and rates since the last look."""
@@ -132,6 +144,7 @@ class Progress:
     entries_per_s: int
     eta_ns: int | None  # None until there is a pace to extrapolate from
     dir_mode: bool
+    threads: tuple[ThreadProgress, ...] = ()  # each thread's, when asked for (--livecsvex)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -331,6 +344,17 @@ def target_report(members: tuple[MemberT, ...]) -> TargetReport[MemberT] | None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OpKindResult:
+    """One kind of operation of a phase that mixes kinds (object storage's MIXED)."""
+
+    op: str  # GET, PUT, DELETE, STAT
+    ops: int
+    bytes: int
+    latency: LatencySummary
+    ttfb: LatencySummary | None = None  # GETs: to the first body byte
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ThreadTotals:
     rank: int
     ops: int
@@ -378,6 +402,8 @@ class PhaseResult:
     hosts: tuple[HostTotals, ...] = ()
     # Object storage with several endpoints: the per-target report over them.
     endpoints: tuple[EndpointTotals, ...] = ()
+    # A phase that mixes kinds (--s3mix): each kind's operations, bytes and latency.
+    op_kinds: tuple[OpKindResult, ...] = ()
     # The I/O error that ended this phase (BenchIOError.to_dict()), or None.
     error: dict[str, object] | None = None
 

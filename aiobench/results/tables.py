@@ -25,6 +25,7 @@ from aiobench.results.model import (
     HostTotals,
     IntervalStats,
     MemberT,
+    OpKindResult,
     PhaseResult,
     RankTotals,
     RunResult,
@@ -370,7 +371,44 @@ PHASE: Table[PhaseResult] = (
     _report("per_rank", "ranks", PER_RANK, when=_under_mpi),
     _report("per_host", "hosts", PER_HOST, when=_under_mpi),
     _report("per_endpoint", "endpoints", PER_ENDPOINT, when=lambda p: bool(p.endpoints)),
+    value(
+        "op_kinds",
+        write=lambda p: [_op_kind_to_json(k, p) for k in p.op_kinds],
+        read=lambda ks: tuple(_op_kind_from_json(k) for k in ks),
+        missing=[],
+        when=lambda p: bool(p.op_kinds),
+    ),
 )
+
+
+def _op_kind_to_json(kind: OpKindResult, phase: PhaseResult) -> dict[str, Any]:
+    """One kind of a MIXED phase: its counts, share of the operations, rates over LAST
+    DONE's time, and latencies."""
+    total = sum(k.ops for k in phase.op_kinds)
+    elapsed = phase.last_done.elapsed_ns
+    out: dict[str, Any] = {
+        "op": kind.op,
+        "ops": kind.ops,
+        "bytes": kind.bytes,
+        "share_pct": round(100 * kind.ops / total, 2) if total else 0.0,
+        "ops_per_s": int(kind.ops * 1e9 / elapsed) if elapsed else 0,
+        "bytes_per_s": int(kind.bytes * 1e9 / elapsed) if elapsed else 0,
+        "latency": latency_to_json(kind.latency),
+    }
+    if kind.ttfb is not None:
+        out["ttfb"] = latency_to_json(kind.ttfb)
+    return out
+
+
+def _op_kind_from_json(d: Mapping[str, Any]) -> OpKindResult:
+    ttfb = d.get("ttfb")
+    return OpKindResult(
+        op=d["op"],
+        ops=d["ops"],
+        bytes=d["bytes"],
+        latency=latency_from_json(d["latency"]),
+        ttfb=None if ttfb is None else latency_from_json(ttfb),
+    )
 
 
 def phase_to_json(phase: PhaseResult) -> dict[str, Any]:

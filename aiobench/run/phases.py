@@ -26,7 +26,7 @@ from aiobench.plan.split import ThreadSplit
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
-from aiobench.results.model import PhaseResult
+from aiobench.results.model import PhaseResult, ThreadProgress
 from aiobench.run.coordinator import Coordinator
 from aiobench.run.slots import close_buffers, slots_for
 from aiobench.run.worker import (
@@ -40,8 +40,10 @@ from aiobench.run.worker import (
 )
 from aiobench.stats import client
 from aiobench.stats.intervals import CpuSample, IntervalSeries
+from aiobench.stats.opkinds import summarise_kinds
 from aiobench.stats.summary import active_at, progress, summarise
 from aiobench.stats.tally import PhaseAbout, PhaseTally, SlotTally, ThreadTally
+from aiobench.stats.threadprogress import thread_progress
 
 # While an interval has ended but a run started before its end is still out, the watcher
 # looks again after 5 ms, then twice as late each time up to 160 ms (runs last up to ~50
@@ -222,6 +224,9 @@ class PhaseRun:
         finally:
             close_buffers(slots)  # (after the phase's figures: not part of its time)
         result = replace(summarise(tally), startup_ns=tally.start_ns - self.setup_ns)
+        kinds = ctx.targets.take_op_kinds()
+        if kinds:  # (a MIXED phase: each kind of operation apart)
+            result = replace(result, op_kinds=summarise_kinds(kinds))
         if kind == RMDIRS:
             job.barrier()  # shared dirs inside r0 may still be in other processes' hands
             self._rank_dirs()
@@ -338,6 +343,8 @@ class PhaseRun:
                 line = progress(
                     self.about, series, state.clock.deadline_ns, counts, seen, now - seen_ns, now
                 )
+                if ctx.cfg.livecsvex:
+                    line = replace(line, threads=self._thread_progress())
                 ctx.observer.progress(line)
                 seen, seen_ns = counts, now
                 next_tick = series.boundary(k + 1)
@@ -362,6 +369,24 @@ class PhaseRun:
             if ctx.coordinator.peer_poll_ns is not None:
                 wait = min(wait, ctx.coordinator.peer_poll_ns)
             await anyio.sleep(max(wait, 0) / 1e9)
+
+    def _thread_progress(self) -> tuple[ThreadProgress, ...]:
+        """--livecsvex: what each thread rank of this process has done so far."""
+        return tuple(
+            thread_progress(
+                rank,
+                planned,
+                (
+                    sum(s.ops for s in rank_slots),
+                    sum(s.bytes for s in rank_slots),
+                    sum(s.entries for s in rank_slots),
+                ),
+                self.about.dir_mode,
+            )
+            for rank, planned, rank_slots in zip(
+                self.ctx.ids, self.planned, self.slots, strict=True
+            )
+        )
 
     def finish(self) -> PhaseTally:
         """The phase is over: its last intervals out, and what its slots counted frozen."""

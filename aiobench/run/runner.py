@@ -18,14 +18,27 @@ from aiobench.engines.base import Engine
 from aiobench.engines.gate import StopEvent
 from aiobench.errors import EXIT_IO_ERROR, BenchIOError
 from aiobench.kinds import (
+    DELBUCKETMD,
+    DELOBJMD,
     DROPCACHE,
+    GETBACL,
+    GETBUCKETMD,
+    GETOBJACL,
+    GETOBJMD,
     LISTOBJ,
+    LISTOBJPAR,
+    MIXED,
     MKDIRS,
     MULTIDEL,
+    PUTBACL,
+    PUTBUCKETMD,
+    PUTOBJACL,
+    PUTOBJMD,
     READ,
     RMDIRS,
     RMFILES,
     STAT,
+    STATDIRS,
     SYNC,
     WRITE,
     PhaseKind,
@@ -51,14 +64,29 @@ def event_loop_name() -> str:
 def phase_kinds(cfg: BenchConfig, resolved: Resolved) -> list[PhaseKind]:
     """The phases to run, in their fixed order (the order of options does not matter)."""
     dirs = resolved.layout.dir_phases
+    bucket_md = cfg.s3btag or cfg.s3olockcfg or cfg.s3bversion
+    # elbencho's order, its metadata phases of object storage among the others
     wanted = (
         (MKDIRS, cfg.mkdirs and dirs),
+        (PUTBACL, cfg.s3baclput),
+        (PUTBUCKETMD, bucket_md and cfg.mkdirs),
+        (STATDIRS, cfg.s3statdirs),
+        (GETBUCKETMD, bucket_md),
         (WRITE, cfg.write),
+        (PUTOBJACL, cfg.s3aclput),
+        (PUTOBJMD, cfg.s3otag and cfg.write),
         (STAT, cfg.stat),
+        (GETOBJMD, cfg.s3otag),
+        (GETOBJACL, cfg.s3aclget),
         (LISTOBJ, cfg.s3listobj > 0),
+        (LISTOBJPAR, cfg.s3listobjpar),
         (READ, cfg.read),
+        (MIXED, cfg.s3mix is not None),
+        (DELOBJMD, cfg.s3otag and cfg.delfiles),
         (MULTIDEL, cfg.s3multidel > 0),
         (RMFILES, cfg.delfiles),
+        (DELBUCKETMD, bucket_md and cfg.deldirs),
+        (GETBACL, cfg.s3baclget),
         (RMDIRS, cfg.deldirs and dirs),
     )
     return [kind for kind, on in wanted if on]

@@ -9,7 +9,7 @@ import numpy as np
 
 from aiobench.config import BenchConfig
 from aiobench.engines.buffers import SlotBuffer
-from aiobench.kinds import WRITE, PhaseKind
+from aiobench.kinds import MIXED, WRITE, PhaseKind
 from aiobench.plan.layout import PhaseLayout, Stream
 from aiobench.plan.memory import slots_with_work
 from aiobench.run.worker import Slot
@@ -43,7 +43,7 @@ def slots_for(
         bounded = not layout.dir_mode and not cfg.infloop
         return SlotBuffer(
             layout.block_size,
-            for_write=kind == WRITE,
+            for_write=kind in (WRITE, MIXED),
             rng=rng,
             stamp_base=salt + ((rank * cfg.iodepth + i) << 40),
             depth=depth,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from aiobench.results.model import (
     HostTotals,
     IntervalStats,
+    OpKindResult,
     PhaseResult,
     RankTotals,
     TargetTotals,
@@ -78,7 +79,26 @@ def merge_phase(parts: Sequence[RankPart]) -> PhaseResult:
         ranks=ranks,
         hosts=_host_totals(ranks),
         endpoints=endpoint_totals(threads, [e.endpoint for e in lead.endpoints]),
+        op_kinds=_merge_op_kinds(phases),
     )
+
+
+def _merge_op_kinds(phases: Sequence[PhaseResult]) -> tuple[OpKindResult, ...]:
+    """A MIXED phase's kinds over every rank: counts added, latencies merged."""
+    names = list(dict.fromkeys(k.op for p in phases for k in p.op_kinds))
+    out = []
+    for name in names:
+        kinds = [k for p in phases for k in p.op_kinds if k.op == name]
+        out.append(
+            OpKindResult(
+                op=name,
+                ops=sum(k.ops for k in kinds),
+                bytes=sum(k.bytes for k in kinds),
+                latency=_merge_required([k.latency for k in kinds]),
+                ttfb=merge_latency([k.ttfb for k in kinds]),
+            )
+        )
+    return tuple(out)
 
 
 def _job_cpu_percent(samples: Iterable[tuple[str, int]]) -> int:

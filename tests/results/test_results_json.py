@@ -13,6 +13,7 @@ from aiobench.results.model import (
     EndpointTotals,
     HostTotals,
     IntervalStats,
+    OpKindResult,
     PhaseResult,
     RankTotals,
     RunResult,
@@ -148,6 +149,10 @@ def phase() -> PhaseResult:
         ranks=(rank(0), rank(1), rank(2)),
         hosts=(host(0), host(1)),
         endpoints=(endpoint(0), endpoint(1)),
+        op_kinds=(
+            OpKindResult(op="GET", ops=40, bytes=4096, latency=lat(40), ttfb=lat(40)),
+            OpKindResult(op="DELETE", ops=20, bytes=0, latency=lat(20)),
+        ),
         error={"path": "/t0", "offset": None, "errno": 5},
     )
 

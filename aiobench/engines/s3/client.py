@@ -23,7 +23,7 @@ import errno as errno_mod
 import hashlib
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol
@@ -38,6 +38,8 @@ from yarl import URL
 from aiobench.config import DEFAULT_S3_TIMEOUT_S
 from aiobench.engines.s3.deadline import Stalled, Watches
 from aiobench.engines.s3.layout import BucketAddress, Credentials, Endpoint, bucket_address
+from aiobench.engines.s3.policy import RequestPolicy
+from aiobench.engines.s3.requestlog import RequestLog, outcome_of
 from aiobench.engines.s3.sigv4 import Signer, canonical_query, encode_path
 from aiobench.errors import S3Error
 
@@ -145,6 +147,8 @@ class S3Client:
         virtual_host: bool = False,
         max_connections: int = 16,
         timeout_s: float = DEFAULT_S3_TIMEOUT_S,
+        policy: RequestPolicy | None = None,
+        log: RequestLog | None = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1 (got {max_connections})")
@@ -152,6 +156,11 @@ class S3Client:
         self.region = region
         self.virtual_host = virtual_host
         self.max_connections = max_connections
+        # Encryption, checksums and payload signing of the requests (engines.s3.policy).
+        self.policy = policy or RequestPolicy()
+        self.log = log  # --s3log (engines.s3.requestlog)
+        self._tls = endpoint.scheme == "https"
+        self._upload_headers = {**self.policy.upload, **self.policy.object}
         self._signer = Signer(
             credentials.access_key,
             credentials.secret_key,
@@ -202,16 +211,23 @@ class S3Client:
 
     # -- buckets ---------------------------------------------------------------------------
 
-    async def create_bucket(self, bucket: str) -> None:
-        """Create ``bucket``; one that exists and is ours already is no error."""
+    async def create_bucket(
+        self, bucket: str, object_lock: bool = False, shared: bool = False
+    ) -> None:
+        """Create ``bucket`` (``object_lock``: with object lock enabled; ``shared``:
+        public-read-write, for several users' credentials); one that exists and is ours
+        already is no error."""
         body = b""
+        headers = {"x-amz-bucket-object-lock-enabled": "true"} if object_lock else {}
+        if shared:
+            headers["x-amz-acl"] = "public-read-write"
         if self.region != "us-east-1":  # AWS wants the region named for any other
             body = (
                 "<CreateBucketConfiguration><LocationConstraint>"
                 f"{escape(self.region)}</LocationConstraint></CreateBucketConfiguration>"
             ).encode()
         status, _, data = await self._call(
-            "CreateBucket", "PUT", bucket, "", body=body, ok=(200, 409)
+            "CreateBucket", "PUT", bucket, "", body=body, headers=headers, ok=(200, 409)
         )
         if status == 409:
             code, message = self._error_fields(data)
@@ -223,14 +239,19 @@ class S3Client:
 
     # -- objects ---------------------------------------------------------------------------
 
-    async def put_object(self, bucket: str, key: str, body: memoryview) -> str:
-        """PUT ``body`` as the object; returns its ETag."""
-        _, headers, _ = await self._call("PutObject", "PUT", bucket, key, body=body)
-        return headers.get("ETag", "")
+    async def put_object(
+        self, bucket: str, key: str, body: memoryview, headers: dict[str, str] | None = None
+    ) -> str:
+        """PUT ``body`` as the object (with ``headers``: an ACL); returns its ETag."""
+        sent = {**self._upload_headers, **(headers or {}), **self.policy.checksum_headers(body)}
+        _, got, _ = await self._call("PutObject", "PUT", bucket, key, body=body, headers=sent)
+        return got.get("ETag", "")
 
     async def head_object(self, bucket: str, key: str) -> int:
         """The object's size in bytes (HEAD)."""
-        _, headers, _ = await self._call("HeadObject", "HEAD", bucket, key)
+        _, headers, _ = await self._call(
+            "HeadObject", "HEAD", bucket, key, headers=dict(self.policy.object)
+        )
         try:
             return int(headers["Content-Length"])
         except (KeyError, ValueError):
@@ -242,6 +263,21 @@ class S3Client:
     async def get_range(
         self, bucket: str, key: str, offset: int, into: memoryview
     ) -> tuple[int, int]:
+        """:meth:`_get_range`, logged with --s3log."""
+        if self.log is None:
+            return await self._get_range(bucket, key, offset, into)
+        start = time.perf_counter_ns()
+        try:
+            got = await self._get_range(bucket, key, offset, into)
+        except S3Error as exc:
+            self._logged("GetObject", "GET", bucket, key, outcome_of(exc), start, True, None)
+            raise
+        self._logged("GetObject", "GET", bucket, key, f"{got[0]} bytes", start, False, None)
+        return got
+
+    async def _get_range(
+        self, bucket: str, key: str, offset: int, into: memoryview
+    ) -> tuple[int, int]:
         """GET bytes ``offset`` .. ``offset + len(into) - 1`` of the object into ``into``.
 
         Returns (bytes read, time to first byte in ns): from just before the request is
@@ -251,7 +287,7 @@ class S3Client:
         want = into.nbytes
         if want <= 0:
             raise ValueError("get_range needs a buffer of at least one byte")
-        headers = {"Range": f"bytes={offset}-{offset + want - 1}"}
+        headers = {"Range": f"bytes={offset}-{offset + want - 1}", **self.policy.object}
         session = self._live_session()
         url, signed = self._prepare("GET", bucket, key, "", headers)
         got = 0
@@ -296,10 +332,17 @@ class S3Client:
 
     # -- multipart upload ------------------------------------------------------------------
 
-    async def create_multipart_upload(self, bucket: str, key: str) -> str:
-        """Start a multipart upload; returns its upload id."""
+    async def create_multipart_upload(
+        self, bucket: str, key: str, headers: dict[str, str] | None = None
+    ) -> str:
+        """Start a multipart upload (with ``headers``: an ACL); returns its upload id."""
         _, _, data = await self._call(
-            "CreateMultipartUpload", "POST", bucket, key, query=[("uploads", "")]
+            "CreateMultipartUpload",
+            "POST",
+            bucket,
+            key,
+            query=[("uploads", "")],
+            headers={**self._upload_headers, **(headers or {})},
         )
         upload_id = _child_text(self._parse(data, bucket, key), "UploadId")
         if not upload_id:
@@ -311,29 +354,42 @@ class S3Client:
     ) -> str:
         """Upload part ``part_number`` (1-based); returns its ETag, for completing."""
         query = [("partNumber", str(part_number)), ("uploadId", upload_id)]
-        _, headers, _ = await self._call("UploadPart", "PUT", bucket, key, query=query, body=body)
+        sent = {**self.policy.object, **self.policy.checksum_headers(body)}
+        _, headers, _ = await self._call(
+            "UploadPart", "PUT", bucket, key, query=query, body=body, headers=sent
+        )
         etag = headers.get("ETag", "")
         if not etag:
             raise self._error(bucket, key, None, 200, "", f"no ETag for part {part_number}")
         return etag
 
     async def complete_multipart_upload(
-        self, bucket: str, key: str, upload_id: str, etags: Sequence[str]
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        etags: Sequence[str],
+        missing_ok: bool = False,
     ) -> None:
-        """Complete the upload from its parts' ETags, in part order (1, 2, ...)."""
+        """Complete the upload from its parts' ETags, in part order (1, 2, ...);
+        ``missing_ok``: a 404 (a completion retried after the first one went through) is
+        no error."""
         parts = "".join(
             f"<Part><PartNumber>{n}</PartNumber><ETag>{escape(etag)}</ETag></Part>"
             for n, etag in enumerate(etags, start=1)
         )
         body = f"<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>".encode()
-        _, _, data = await self._call(
+        status, _, data = await self._call(
             "CompleteMultipartUpload",
             "POST",
             bucket,
             key,
             query=[("uploadId", upload_id)],
             body=body,
+            ok=(200, 404) if missing_ok else (200,),
         )
+        if status == 404:  # (missing_ok)
+            return
         # S3 may answer 200 and still fail the completion, in the body.
         root = self._parse(data, bucket, key)
         if _local(root.tag) == "Error":
@@ -428,6 +484,7 @@ class S3Client:
         key: str,
         query: str,
         headers: dict[str, str],
+        body: memoryview | None = None,
     ) -> tuple[URL, dict[str, str]]:
         address = self._addresses.get(bucket)
         if address is None:
@@ -435,7 +492,8 @@ class S3Client:
                 self.endpoint, bucket, self.virtual_host
             )
         path = address.object_path(encode_path(key)) if key else (address.path or "/")
-        self._signer.sign_s3(method, path, query, address.host, headers, self._when())
+        payload = self.policy.payload_hash(body, self._tls)
+        self._signer.sign_s3(method, path, query, address.host, headers, self._when(), payload)
         # Built from its parts: parsing a URL string costs ~5x as much (3 us), per request.
         url = URL.build(
             scheme=address.scheme,
@@ -458,6 +516,49 @@ class S3Client:
         headers: dict[str, str] | None = None,
         ok: tuple[int, ...] = (200,),
     ) -> tuple[int, CIMultiDictProxy[str], bytes]:
+        """One request whose answer is read whole (:meth:`_send`), logged with --s3log."""
+        send = self._send(
+            operation, method, bucket, key, query=query, body=body, headers=headers, ok=ok
+        )
+        if self.log is None:
+            return await send
+        start = time.perf_counter_ns()
+        try:
+            answer = await send
+        except S3Error as exc:
+            self._logged(operation, method, bucket, key, outcome_of(exc), start, True, headers)
+            raise
+        self._logged(operation, method, bucket, key, f"HTTP {answer[0]}", start, False, headers)
+        return answer
+
+    def _logged(
+        self,
+        operation: str,
+        method: str,
+        bucket: str,
+        key: str,
+        outcome: str,
+        start: int,
+        failed: bool,
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        assert self.log is not None
+        where = f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
+        elapsed = time.perf_counter_ns() - start
+        self.log.request(operation, method, where, outcome, elapsed, failed, headers)
+
+    async def _send(
+        self,
+        operation: str,
+        method: str,
+        bucket: str,
+        key: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | memoryview | None = None,
+        headers: dict[str, str] | None = None,
+        ok: tuple[int, ...] = (200,),
+    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
         """One request whose answer is read whole: (status, headers, body); ``operation`` is
         its name in S3's API, for messages."""
         session = self._live_session()
@@ -469,7 +570,12 @@ class S3Client:
         elif method in ("PUT", "POST"):
             sent["Content-Length"] = "0"
         url, signed = self._prepare(
-            method, bucket, key, canonical_query(query) if query else "", sent
+            method,
+            bucket,
+            key,
+            canonical_query(query) if query else "",
+            sent,
+            None if body is None else memoryview(body),
         )
         watch = self.watches.request()
         if payload is not None:
@@ -498,6 +604,24 @@ class S3Client:
         finally:
             if payload is not None and not done:
                 payload.abandon()  # (failed, stalled, or cut off by the time limit)
+
+    async def call(
+        self,
+        operation: str,
+        method: str,
+        bucket: str,
+        key: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        ok: tuple[int, ...] = (200,),
+    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
+        """A request off the data path (the metadata phases'), answered whole: (status,
+        headers, body); ``operation`` is its name in S3's API, for messages."""
+        return await self._call(
+            operation, method, bucket, key, query=query, body=body, headers=headers, ok=ok
+        )
 
     # -- errors ----------------------------------------------------------------------------
 

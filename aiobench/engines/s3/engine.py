@@ -22,6 +22,7 @@ import errno
 import functools
 import math
 import os
+import random
 from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, TypeVar
@@ -42,12 +43,21 @@ from aiobench.engines.s3.layout import (
     parse_access,
     parse_path,
 )
+from aiobench.engines.s3.metadata import MetaSettings, bucket_request, object_request, settings
+from aiobench.engines.s3.mixed import DELETE, GET, PUT, Mix, parse_mix
+from aiobench.engines.s3.mixed import STAT as STAT_OP
+from aiobench.engines.s3.requestlog import RequestLog, check_prefix
+from aiobench.engines.s3.uploads import UploadSettings, upload_settings
 from aiobench.engines.verify import check, pattern
 from aiobench.errors import BenchIOError, ConfigError, S3Error, VerifyError
 from aiobench.kinds import (
+    BUCKET_MD_KINDS,
     LISTOBJ,
+    LISTOBJPAR,
+    MIXED,
     MKDIRS,
     MULTIDEL,
+    OBJECT_MD_KINDS,
     READ,
     RMDIRS,
     RMFILES,
@@ -58,6 +68,7 @@ from aiobench.kinds import (
 )
 from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.targets import Probe, Resolved, Targets, check_randamount
+from aiobench.stats.opkinds import OpKindTally
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
@@ -78,8 +89,25 @@ class S3Targets(Targets):
         max_connections: int,
         multidel: int = 0,
         in_parts: bool = False,
+        meta: MetaSettings | None = None,
+        uploads: UploadSettings | None = None,
+        list_verify: bool = False,
+        files_per_prefix: int = 0,
+        log: RequestLog | None = None,
     ) -> None:
         super().__init__(paths)
+        # LISTOBJ_P: each prefix's listing (its token, pages in a row that brought nothing,
+        # and with --s3listverify the keys so far), its objects as -N says.
+        self.log = log  # --s3log: the requests' log (closed with the clients)
+        self.list_verify = list_verify
+        self.files_per_prefix = files_per_prefix
+        self.prefix_tokens: dict[tuple[int, str], str | None] = {}
+        self.prefix_idle: dict[tuple[int, str], int] = {}
+        self.listed: dict[tuple[int, str], list[str]] = {}
+        # MIXED: what each kind of operation did in this phase (taken at its end)
+        self.op_kinds: dict[str, OpKindTally] = {}
+        self.uploads = uploads or UploadSettings()  # multipart and errors (engines.s3.uploads)
+        self.meta = meta or MetaSettings()  # the metadata phases' (engines.s3.metadata)
         self.buckets = access.buckets
         self.endpoints = access.endpoints
         self.objprefix = objprefix
@@ -87,38 +115,52 @@ class S3Targets(Targets):
         self._access = access
         self._max_connections = max_connections
         self.multidel = multidel  # --s3multidel: keys per DeleteObjects request
-        self._clients: dict[Endpoint, S3Client] = {}
+        self._clients: dict[tuple[Endpoint, int], S3Client] = {}
         # LISTOBJ and MULTIDEL: one listing of a bucket at a time (a thread's slots share
         # its buckets), where LISTOBJ's listing of each got to, and how many of its pages
         # in a row brought nothing new (see _Requests._list_page).
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._locks: dict[object, asyncio.Lock] = {}
         self.tokens: dict[int, str | None] = {}
         self.idle_pages: dict[int, int] = {}
 
-    def lock(self, bucket: int) -> asyncio.Lock:
-        """The lock of PATH ``bucket``'s listing (made on the event loop)."""
-        return self._locks.setdefault(bucket, asyncio.Lock())
+    def lock(self, listing: object) -> asyncio.Lock:
+        """The lock of a listing: PATH ``listing``'s, or a (PATH, prefix)'s (made on the
+        event loop)."""
+        return self._locks.setdefault(listing, asyncio.Lock())
 
     @property
     def servers(self) -> tuple[str, ...]:
         return tuple(endpoint.url for endpoint in self.endpoints)
 
     async def client(self, rank: int) -> S3Client:
-        """The client of thread rank ``rank``'s endpoint."""
+        """The client of thread rank ``rank``'s endpoint and credentials."""
+        access = self._access
         endpoint = endpoint_of_rank(self.endpoints, rank)
-        client = self._clients.get(endpoint)
+        user = access.credentials_of_rank(rank)
+        client = self._clients.get((endpoint, user))
         if client is None:
             client = S3Client(
                 endpoint,
-                self._access.credentials,
-                self._access.region,
-                virtual_host=self._access.virtual_host,
+                access.credentials[user],
+                access.region,
+                virtual_host=access.virtual_host,
                 max_connections=self._max_connections,
-                timeout_s=self._access.timeout_s,
+                timeout_s=access.timeout_s,
+                policy=access.policy,
+                log=self.log,
             )
             await client.__aenter__()  # (does not wait: no other slot gets in between)
-            self._clients[endpoint] = client
+            self._clients[(endpoint, user)] = client
         return client
+
+    def take_op_kinds(self) -> dict[str, OpKindTally]:
+        kinds, self.op_kinds = self.op_kinds, {}
+        return kinds
+
+    @property
+    def shared_buckets(self) -> bool:
+        """Several users' credentials write into the buckets (made public-read-write)."""
+        return len(self._access.credentials) > 1
 
     async def release(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -126,7 +168,10 @@ class S3Targets(Targets):
             await client.aclose()
 
     def close(self) -> None:
-        """Nothing is held outside the event loop (see :meth:`release`)."""
+        """The request log; the clients are the event loop's (see :meth:`release`)."""
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
     def undo(self) -> None:
         """Opening created nothing: the buckets and objects are the phases' work."""
@@ -155,6 +200,10 @@ def _block(job: Job, offset: int, length: int) -> memoryview:
     if salt is not None:
         return memoryview(pattern(offset, length, salt))
     assert job.buf is not None
+    block = job.buf.block_size
+    if length > block:  # (--s3mpusizevar's last part: windows one after the other)
+        windows = [job.buf.next_block(min(block, length - at)) for at in range(0, length, block)]
+        return memoryview(b"".join(view for parts in windows for view in parts))
     parts = job.buf.next_block(length)
     return parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
 
@@ -174,13 +223,18 @@ class S3Engine:
         credentials, region, from the options or the environment), parsed once."""
         for path in cfg.paths:
             self.probe(path, not cfg.dryrun)
+        settings(cfg)  # (checked first: each ACL, tag and lock option)
+        upload_settings(cfg)
+        if cfg.s3log:
+            check_prefix(cfg.s3logprefix)
         validate(cfg, PathType.S3)
         access = parse_access(cfg, os.environ)
         size = cfg.size_bytes
-        if size == 0 and (cfg.write or cfg.read):
+        if size == 0 and (cfg.write or cfg.read or cfg.s3mix is not None):
             raise ConfigError("-s/--size: needed (and > 0): the size of each object")
         block = min(cfg.block_size, size or cfg.block_size)
         check_randamount(cfg, block)
+        mix = _checked_mix(cfg)
         layout = object_layout(
             len(cfg.paths),
             cfg.threads,
@@ -189,6 +243,9 @@ class S3Engine:
             size,
             block,
             list_max=cfg.s3listobj,
+            rand_objects=cfg.s3randobj,
+            mix=mix,
+            mix_ops=cfg.s3mixops,
         )
         return Resolved(PathType.S3, layout, (), settings=access)
 
@@ -208,7 +265,12 @@ class S3Engine:
             multidel=cfg.s3multidel,
             # Objects larger than -b (but not --rand's single blocks): a thread keeps up
             # to --iodepth of one object's parts or ranges in flight (see slot_depth).
-            in_parts=cfg.size_bytes > cfg.block_size and not cfg.rand,
+            in_parts=cfg.size_bytes > cfg.block_size and not (cfg.rand or cfg.s3randobj),
+            meta=settings(cfg),
+            uploads=upload_settings(cfg),
+            list_verify=cfg.s3listverify,
+            files_per_prefix=cfg.num_files,
+            log=RequestLog(cfg.s3logprefix, cfg.s3log) if cfg.s3log else None,
         )
 
     def prepare_files(
@@ -253,13 +315,18 @@ class S3Engine:
         run = released.ops
         assert isinstance(run, EntryRun)
         targets = _targets(released)
-        requests = _Requests(released, run, await targets.client(run.rank))
+        requests = _Requests(released, run, await targets.client(run.rank), targets.meta)
+        requests.shared = targets.shared_buckets
+        requests.uploads = targets.uploads
+        requests.op_kinds = targets.op_kinds
         stopped = released.stop.is_set if released.stop is not None else (lambda: False)
         try:
             # At the time limit the requests in flight are cut off: not counted, no error.
             with phase_cap(released.deadline_ns):
                 if released.kind in (LISTOBJ, MULTIDEL):
                     await requests.whole_buckets(targets, stopped)
+                elif released.kind == LISTOBJPAR:
+                    await requests.prefixes(targets, stopped)
                 else:
                     await requests.entries(targets, stopped)
         except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
@@ -276,6 +343,35 @@ MAX_LIST_KEYS = 1000
 # token they were asked with, this many times in a row is going nowhere: an error, not an
 # endless loop. (S3 may answer a page or two without keys, skipping deleted ones.)
 MAX_IDLE_PAGES = 3
+
+
+# The phase whose request each kind of a MIXED phase makes
+_MIXED_AS = {GET: READ, PUT: WRITE, DELETE: RMFILES, STAT_OP: STAT}
+
+
+def _checked_mix(cfg: BenchConfig) -> Mix | None:
+    """--s3mix's shares; ConfigError where the run cannot do them as asked."""
+    if cfg.s3mix is None:
+        if cfg.s3mixops is not None:
+            raise ConfigError("--s3mixops: only applies with --s3mix")
+        return None
+    mix = parse_mix(cfg.s3mix)
+    if cfg.iodepth > 1:
+        raise ConfigError(
+            "--s3mix: a thread's operations run one after the other (--iodepth 1); "
+            "give more threads (-t) for more in flight"
+        )
+    if dict(mix.shares)[DELETE] and cfg.num_files * max(cfg.num_dirs, 1) < 2:
+        raise ConfigError(
+            "--s3mix: deletes need two objects per thread at least (-n x -N), so that one "
+            "is always there to read"
+        )
+    return mix
+
+
+def _prefix_of(name: str) -> str:
+    """The listing prefix of an object's name: ``r0/d1/r0-f7`` -> ``r0/d1/r0-``."""
+    return name[: name.rindex("-f") + 1]
 
 
 def _too_few(path: BucketPath, what: str) -> BenchIOError:
@@ -300,8 +396,12 @@ class _Requests:
     limit request j of entry k is due ``((first + k) * per + j) * block / rate`` after the
     phase start, its thread's requests numbered in order (all its slots share them)."""
 
-    def __init__(self, job: Job, run: EntryRun, client: S3Client) -> None:
-        self.job, self.run, self.client = job, run, client
+    def __init__(self, job: Job, run: EntryRun, client: S3Client, meta: MetaSettings) -> None:
+        self.job, self.run, self.client, self.meta = job, run, client, meta
+        self.shared = False  # MKBUCKETS: buckets for several users' credentials
+        self.uploads = UploadSettings()
+        self.op_kinds: dict[str, OpKindTally] = {}  # MIXED: S3Targets.op_kinds
+        self._rng = random.Random()  # --s3mpusizevar's part sizes
         self.record = ListRecord()
         self.first_bytes: list[int] = []
         rate = job.options.rate_bytes_per_s
@@ -342,10 +442,16 @@ class _Requests:
                 await _sleep_until(due)
             bucket = targets.buckets[index if isinstance(index, int) else index[k]]
             record.starts.append(perf_counter_ns())
-            if job.kind in (MKDIRS, RMDIRS):
+            if job.kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS):
                 await self.bucket(bucket.bucket)
             else:
-                await self.object(k, bucket.bucket, bucket.key(run.name(k), targets.objprefix))
+                try:
+                    await self.object(k, bucket.bucket, bucket.key(run.name(k), targets.objprefix))
+                except S3Error:
+                    # --s3ignoreerrors: a failed transfer ends its object, not the run (its
+                    # failed requests are no I/O operations)
+                    if not (self.uploads.ignore_errors and job.kind in (WRITE, READ)):
+                        raise
             record.ends.append(end := perf_counter_ns())
             if due:
                 record.intended.append(due)
@@ -399,6 +505,79 @@ class _Requests:
             self._entries(got, start)
         return got
 
+    async def prefixes(self, targets: S3Targets, stopped: Callable[[], bool]) -> None:
+        """LISTOBJ_P: the run's entries (the thread's objects) listed by their prefix
+        (``r<r>/d<i>/r<r>-``), a page at a time; a run ends between pages at its budget's
+        end or a stop."""
+        run, index = self.run, self.run.path_index
+        k = 0
+        while k < len(run):
+            bucket = index if isinstance(index, int) else index[k]
+            prefix = _prefix_of(run.name(k))
+            left = 1
+            while k + left < len(run) and _prefix_of(run.name(k + left)) == prefix:
+                if not isinstance(index, int) and index[k + left] != bucket:
+                    break
+                left += 1
+            while left:
+                done = await self._list_prefix(targets, bucket, prefix, left)
+                k, left = k + done, left - done
+                if perf_counter_ns() > self.job.until_ns or stopped():
+                    return
+
+    async def _list_prefix(self, targets: S3Targets, index: int, prefix: str, want: int) -> int:
+        """Up to ``want`` more keys of ``prefix`` in PATH ``index`` (a page of at most 1000);
+        with --s3listverify, once the prefix is listed whole, its keys checked."""
+        path = targets.buckets[index]
+        full = path.key(prefix, targets.objprefix)
+        listing = (index, full)
+        async with targets.lock(listing):
+            want = min(want, MAX_LIST_KEYS)
+            start = perf_counter_ns()
+            token = targets.prefix_tokens.get(listing)
+            page = await self._timed(
+                self.client.list_objects(path.bucket, full, max_keys=want, token=token)
+            )
+            got = min(len(page.keys), want)
+            if got < want and page.next_token is None:
+                raise _too_few(path, f"the listing of {full} ended early")
+            idle = page.next_token is not None and (not got or page.next_token == token)
+            pages = targets.prefix_idle[listing] = (
+                targets.prefix_idle.get(listing, 0) + 1 if idle else 0
+            )
+            if pages >= MAX_IDLE_PAGES:
+                raise self._listing_stuck(path, pages, page.next_token == token)
+            targets.prefix_tokens[listing] = page.next_token
+            if targets.list_verify:
+                keys = targets.listed.setdefault(listing, [])
+                keys.extend(page.keys[:got])
+                if len(keys) >= targets.files_per_prefix:
+                    self._check_listing(path, full, keys, targets.files_per_prefix)
+            self._entries(got, start)
+        return got
+
+    def _check_listing(self, path: BucketPath, prefix: str, keys: list[str], files: int) -> None:
+        """--s3listverify: the keys of ``prefix`` are its ``files`` objects, in S3's order
+        (by UTF-8 bytes)."""
+        expected = sorted((f"{prefix}f{j}" for j in range(files)), key=str.encode)
+        if keys != expected:
+            wrong = next(
+                (
+                    f"{got!r} where {want!r} was expected"
+                    for got, want in zip(keys, expected, strict=False)
+                    if got != want
+                ),
+                f"{len(keys)} keys, {files} expected",
+            )
+            raise S3Error(
+                endpoint=self.client.endpoint.url,
+                bucket=path.bucket,
+                key=prefix,
+                status=200,
+                code="VerifyFailed",
+                reason=f"listing check: {wrong}",
+            )
+
     def _listing_stuck(self, path: BucketPath, pages: int, same_token: bool) -> S3Error:
         """LISTOBJ's error for PATH ``path`` after ``pages`` idle pages (the last one
         handing back its own token if ``same_token``, else bringing no key)."""
@@ -434,21 +613,31 @@ class _Requests:
         self.record.ends.extend([end] * count)
 
     async def bucket(self, bucket: str) -> None:
-        if self.job.kind == MKDIRS:
-            await self.client.create_bucket(bucket)
-        else:
+        kind = self.job.kind
+        if kind == MKDIRS:
+            await self.client.create_bucket(
+                bucket, object_lock=self.meta.olockcfg, shared=self.shared
+            )
+        elif kind == RMDIRS:
             await self.client.delete_bucket(bucket)
+        else:
+            await bucket_request(kind, self.client, self.meta, bucket)
 
-    async def object(self, k: int, bucket: str, key: str) -> None:
-        """Object ``k`` of the run in a phase of the job's kind."""
-        kind, client, size, block = self.job.kind, self.client, self.run.size, self.run.block
-        if kind == STAT:
+    async def object(self, k: int, bucket: str, key: str, kind: PhaseKind | None = None) -> None:
+        """Object ``k`` of the run in a phase of ``kind`` (default: the job's)."""
+        client, size, block = self.client, self.run.size, self.run.block
+        kind = kind or self.job.kind
+        if kind == MIXED:
+            await self._mixed(k, bucket, key)
+        elif kind in OBJECT_MD_KINDS:
+            await object_request(kind, client, self.meta, bucket, key)
+        elif kind == STAT:
             await client.head_object(bucket, key)
         elif kind == RMFILES:
             await client.delete_object(bucket, key)
         elif kind == WRITE and size <= block:
             body = _block(self.job, 0, size)
-            await self._timed(client.put_object(bucket, key, body))
+            await self._timed(client.put_object(bucket, key, body, self.meta.upload_headers()))
         elif kind == WRITE:
             await self._multipart(k, bucket, key)
         elif kind == READ and self.run.offsets is not None:  # --rand: one block of it
@@ -470,6 +659,22 @@ class _Requests:
             await self._in_flight([functools.partial(get, j, offset) for j, offset in ranges])
         else:  # pragma: no cover - a programming error
             raise ValueError(kind)
+
+    async def _mixed(self, k: int, bucket: str, key: str) -> None:
+        """Operation ``k`` of a MIXED run, its kind the run's (engines.s3.mixed), kept in
+        its kind's tally."""
+        assert self.run.ops is not None  # (a MIXED run says each operation's kind)
+        op = self.run.ops[k]
+        tally = self.op_kinds.setdefault(op, OpKindTally())
+        first_bytes = len(self.first_bytes)
+        start = perf_counter_ns()
+        await self.object(k, bucket, key, _MIXED_AS[op])
+        tally.latency_ns.append(perf_counter_ns() - start)
+        tally.ops += 1
+        if op in (GET, PUT):
+            tally.bytes += self.run.size
+        if len(self.first_bytes) > first_bytes:  # (a GET's first range)
+            tally.ttfb_ns.append(self.first_bytes[first_bytes])
 
     async def _in_flight(self, requests: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
         """The results of ``requests``, in order, up to the job's depth of them at a time
@@ -527,20 +732,23 @@ class _Requests:
         """An object larger than ``-b``: uploaded in parts of ``-b`` bytes (the last may be
         shorter), up to the job's depth of them in flight; an upload that fails is
         aborted."""
-        client, size, block = self.client, self.run.size, self.run.block
-        upload = await client.create_multipart_upload(bucket, key)
+        client, size, block, uploads = self.client, self.run.size, self.run.block, self.uploads
+        upload = await client.create_multipart_upload(bucket, key, self.meta.upload_headers())
 
-        async def part(number: int, offset: int) -> str:
+        async def part(number: int, offset: int, length: int) -> str:
             await _sleep_until(self.due(k, number - 1))
-            body = _block(self.job, offset, min(block, size - offset))
+            body = _block(self.job, offset, length)
             return await self._timed(client.upload_part(bucket, key, upload, number, body))
 
         try:
-            parts = enumerate(range(0, size, block), 1)
+            parts = enumerate(uploads.part_sizes(size, block, self._rng), 1)
             etags = await self._in_flight(
-                [functools.partial(part, number, offset) for number, offset in parts]
+                [functools.partial(part, n, offset, length) for n, (offset, length) in parts]
             )
-            await client.complete_multipart_upload(bucket, key, upload, etags)
+            if uploads.complete:
+                await client.complete_multipart_upload(
+                    bucket, key, upload, etags, missing_ok=uploads.ignore_404
+                )
         except BaseException:
             # The parts would stay on the server: aborted, also when the time limit cut the
             # upload off (shielded from that, for a moment).

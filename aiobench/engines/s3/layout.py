@@ -26,8 +26,26 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from aiobench.engines.s3.mixed import Mix, MixedOps
+from aiobench.engines.s3.policy import (
+    RequestPolicy,
+    parse_credential_list,
+    parse_policy,
+    session_token,
+)
 from aiobench.errors import ConfigError
-from aiobench.kinds import LISTOBJ, MKDIRS, MULTIDEL, READ, RMDIRS, WRITE, PhaseKind, phase_name
+from aiobench.kinds import (
+    BUCKET_MD_KINDS,
+    LISTOBJ,
+    MIXED,
+    MKDIRS,
+    MULTIDEL,
+    READ,
+    RMDIRS,
+    WRITE,
+    PhaseKind,
+    phase_name,
+)
 from aiobench.plan.dirmode import DirLayout, EntryRun, EntryStream
 from aiobench.plan.split import StreamOrder, ThreadSplit
 from aiobench.plan.workload import stream_rng
@@ -232,13 +250,17 @@ class Credentials:
     session_token: str = field(default="", repr=False)
 
 
-def parse_credentials(key: str | None, secret: str | None, env: Mapping[str, str]) -> Credentials:
+def parse_credentials(
+    key: str | None, secret: str | None, env: Mapping[str, str], token: str | None = None
+) -> Credentials:
     """``--s3key``/``--s3secret``, each falling back to its environment variable; the
-    session token (``AWS_SESSION_TOKEN``) belongs to the environment's credentials, so it
-    is taken only where both of them come from there."""
+    session token (``--s3sessiontoken``, else ``AWS_SESSION_TOKEN``) belongs to the
+    environment's credentials, so the variable is taken only where both of them come from
+    there."""
     access_key = key if key else env.get(KEY_ENV, "")
     secret_key = secret if secret else env.get(SECRET_ENV, "")
-    token = "" if key or secret else env.get(TOKEN_ENV, "")
+    if token is None:
+        token = "" if key or secret else env.get(TOKEN_ENV, "")
     if token and (not token.isascii() or not token.isprintable() or token != token.strip()):
         raise ConfigError(
             f"{TOKEN_ENV}: must be printable ASCII without surrounding spaces (not shown)"
@@ -273,10 +295,16 @@ class S3Access:
 
     buckets: tuple[BucketPath, ...]
     endpoints: tuple[Endpoint, ...]
-    credentials: Credentials
+    # Thread rank r uses credentials[r % len(credentials)] (--s3credfile, --s3credlist).
+    credentials: tuple[Credentials, ...]
     region: str
     virtual_host: bool
     timeout_s: int  # --s3timeout: see aiobench.engines.s3.deadline
+    policy: RequestPolicy = field(default_factory=RequestPolicy)
+
+    def credentials_of_rank(self, rank: int) -> int:
+        """The index of thread rank ``rank``'s credentials (elbencho's assignment)."""
+        return rank % len(self.credentials)
 
 
 def parse_access(cfg: BenchConfig, env: Mapping[str, str]) -> S3Access:
@@ -288,11 +316,25 @@ def parse_access(cfg: BenchConfig, env: Mapping[str, str]) -> S3Access:
     return S3Access(
         buckets=parse_paths(cfg.paths),
         endpoints=endpoints,
-        credentials=parse_credentials(cfg.s3key, cfg.s3secret, env),
+        credentials=_all_credentials(cfg, env),
         region=parse_region(cfg.s3region),
         virtual_host=cfg.s3virtaddr,
         timeout_s=cfg.s3timeout_s,
+        policy=parse_policy(cfg),
     )
+
+
+def _all_credentials(cfg: BenchConfig, env: Mapping[str, str]) -> tuple[Credentials, ...]:
+    """--s3credfile's or --s3credlist's credentials, else those of --s3key/--s3secret (or
+    the environment), with --s3sessiontoken."""
+    token = session_token(cfg)
+    pairs = parse_credential_list(cfg)
+    if pairs:
+        if cfg.s3key or cfg.s3secret:
+            given = "--s3credfile" if cfg.s3credfile is not None else "--s3credlist"
+            raise ConfigError(f"{given}: cannot be combined with --s3key/--s3secret (give one)")
+        return tuple(Credentials(key, secret, token or "") for key, secret in pairs)
+    return (parse_credentials(cfg.s3key, cfg.s3secret, env, token),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +368,9 @@ class BucketLayout(DirLayout):
     deleted, by bucket."""
 
     list_max: int = 0  # --s3listobj N
+    rand_objects: bool = False  # --s3randobj: READ as --rand reads it
+    mix: Mix | None = None  # --s3mix
+    mix_ops: int | None = None  # --s3mixops (None: the thread's objects)
 
     @property
     def dir_phases(self) -> bool:
@@ -340,7 +385,20 @@ class BucketLayout(DirLayout):
     ) -> list[EntryStream]:
         """Dir mode's streams; ``--rand`` reads are ranged GETs of single blocks
         (:class:`RandomBlocks`)."""
-        if not (order.rand and kind == READ):
+        if kind == MIXED:
+            assert self.mix is not None  # (the phase runs only with --s3mix)
+            return [
+                MixedOps(
+                    self,
+                    kind,
+                    rank,
+                    self.entries(kind, rank),
+                    self.mix,
+                    stream_rng(order, phase_index, rank),
+                )
+                for rank in split.ids
+            ]
+        if not ((order.rand or self.rand_objects) and kind == READ):
             return DirLayout.streams(self, kind, phase_index, order, split)
         count = self.random_reads(order, split.slices)
         return [
@@ -361,12 +419,14 @@ class BucketLayout(DirLayout):
 
     def per_bucket(self, kind: PhaseKind, bucket: int) -> int:
         """Entries of ``bucket`` in a phase of whole buckets."""
-        if kind in (MKDIRS, RMDIRS):
+        if kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS):
             return 1
         objects = _objects_per_bucket(self)[bucket]
         return min(objects, self.list_max) if kind == LISTOBJ else objects
 
     def entries(self, kind: PhaseKind, rank: int) -> int:
+        if kind == MIXED:
+            return self.mix_ops or self.files_per_rank()
         if kind in BUCKET_KINDS:
             return sum(self.per_bucket(kind, b) for b in self.buckets(rank))
         return DirLayout.entries(self, kind, rank)
@@ -383,7 +443,7 @@ class BucketLayout(DirLayout):
 
 
 # The phases that work on whole buckets (see BucketLayout).
-BUCKET_KINDS = (MKDIRS, LISTOBJ, MULTIDEL, RMDIRS)
+BUCKET_KINDS = (MKDIRS, LISTOBJ, MULTIDEL, RMDIRS, *BUCKET_MD_KINDS)
 
 
 class RandomBlocks(EntryStream):
@@ -425,10 +485,19 @@ def _objects_per_bucket(layout: BucketLayout) -> tuple[int, ...]:
 
 
 def object_layout(
-    buckets: int, threads: int, dirs: int, files: int, size: int, block: int, list_max: int = 0
+    buckets: int,
+    threads: int,
+    dirs: int,
+    files: int,
+    size: int,
+    block: int,
+    list_max: int = 0,
+    rand_objects: bool = False,
+    mix: Mix | None = None,
+    mix_ops: int | None = None,
 ) -> BucketLayout:
     """The layout of an S3 run: ``-n`` prefixes per thread, ``-N`` objects each, the
-    buckets as its paths; ``list_max``: --s3listobj."""
+    buckets as its paths; ``list_max``: --s3listobj; ``rand_objects``: --s3randobj."""
     return BucketLayout(
         num_paths=buckets,
         threads=threads,
@@ -438,6 +507,9 @@ def object_layout(
         block_size=block,
         sharing=False,
         list_max=list_max,
+        rand_objects=rand_objects,
+        mix=mix,
+        mix_ops=mix_ops,
     )
 
 

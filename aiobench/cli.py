@@ -19,7 +19,16 @@ from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
 
 from aiobench import __version__
 from aiobench.check.command import check as check_command
-from aiobench.config import LAUNCH_OPTIONS, BenchConfig, build_config
+from aiobench.config import (
+    COMMAND_LINE_OPTIONS,
+    CONFIGFILE_OPTION,
+    LAUNCH_OPTIONS,
+    NUMHOSTS_OPTION,
+    RECOGNIZED_OPTIONS,
+    BenchConfig,
+    build_config,
+    refuse_recognized,
+)
 from aiobench.engines import registry
 from aiobench.errors import EXIT_IO_ERROR, EXIT_USAGE, AiobenchError, ConfigError
 from aiobench.helptext import COMMAND_NAMES, ArgumentsCommand, PanelCommand
@@ -55,6 +64,9 @@ tools = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 SUBCOMMANDS = COMMAND_NAMES  # (in --help's Commands panel)
+# The benchmark command's words as parsed: the command line with its -c/--configfile's
+# options (what --hosts hands to the ranks, which need not have the file).
+_ARGS: list[str] = []
 # Set when the shell asks for completions (click's name for it): the words are not in argv.
 _COMPLETE_VAR = "_AIOBENCH_COMPLETE"
 # A plot smaller than this has no room for its three panels; larger ones only cost memory.
@@ -157,7 +169,8 @@ def _typer_parameter(opt: Opt) -> inspect.Parameter:
             *opt.flags,
             help=opt.help,
             metavar=opt.metavar,
-            show_default=True if opt.shown is None else opt.shown,
+            # (a recognized-only option has no default to show: it is never run)
+            show_default=False if opt.recognized else True if opt.shown is None else opt.shown,
         )
     annotation = Annotated[opt.cli_type, info]  # type: ignore[name-defined]
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -181,9 +194,19 @@ def bench(**options: Any) -> int:
     """Measure what files, block devices and directories deliver (elbencho-compatible)."""
     hosts, hostsfile = (options.pop(opt.name) for opt in LAUNCH_OPTIONS)
     options.pop(_VERSION.name)
+    options.pop(CONFIGFILE_OPTION.name)  # (read before the command line was parsed)
+    numhosts = NUMHOSTS_OPTION.value(options.pop(NUMHOSTS_OPTION.name))
+    refuse_recognized({opt.name: options.pop(opt.name) for opt in RECOGNIZED_OPTIONS})
     cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
+    from aiobench.run.start import check_start, wait_for_start
+
+    if launch_rank() is None:  # (a rank the launcher was slow to start just starts)
+        check_start(cfg.start_epoch)
     if hosts is not None or hostsfile is not None:
-        return _on_hosts(cfg, hosts, hostsfile)
+        return _on_hosts(cfg, hosts, hostsfile, numhosts)
+    if numhosts is not None:
+        raise ConfigError("--numhosts: only applies with --hosts or --hostsfile")
+
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
     from aiobench.run.launch import connect
@@ -213,6 +236,7 @@ def bench(**options: Any) -> int:
     # with no reader is refused on every process.)
     notes = _notes(cfg, resolved, job)
     outputs = job.agreed(lambda: Outputs(cfg, meta, human, notes=notes) if job.lead else None)
+    wait_for_start(cfg.start_epoch, sys.stderr if job.lead else None)
     result = run_benchmark(
         cfg, resolved, engine, observer=outputs or Observer(), meta=meta, coordinator=job
     )
@@ -254,7 +278,7 @@ def _notes(cfg: BenchConfig, resolved: Resolved, job: Coordinator) -> list[str]:
 bench.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [
         *(_typer_parameter(opt) for _, opt in declared(BenchConfig)),
-        *(_typer_parameter(opt) for opt in LAUNCH_OPTIONS),
+        *(_typer_parameter(opt) for opt in COMMAND_LINE_OPTIONS),
         _VERSION,
     ],
     return_annotation=int,
@@ -266,17 +290,18 @@ app.command(
 )(bench)
 
 
-def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None) -> int:
-    """--hosts/--hostsfile: hand the command to the MPI launcher (with --dryrun: say how)."""
-    from aiobench.run.hosts import hand_over, launch_plan, parse_hosts
+def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None, numhosts: object) -> int:
+    """--hosts/--hostsfile: hand the command to the MPI launcher (with --dryrun: say how);
+    --numhosts N: to the first N hosts named."""
+    from aiobench.run.hosts import first_hosts, hand_over, launch_plan, parse_hosts
 
-    names = parse_hosts(hosts, hostsfile)
+    names = first_hosts(parse_hosts(hosts, hostsfile), numhosts)
     if launch_rank() is not None or cfg.mpi:
         raise ConfigError(
             "--hosts: this is already a rank of an MPI job (mpirun, srun or --mpi); "
             "leave --hosts out there"
         )
-    command = launch_plan(names, sys.argv[1:])
+    command = launch_plan(names, _ARGS or sys.argv[1:])
     if cfg.dryrun:
         human = sys.stderr if cfg.stdout_option is not None else sys.stdout
         print(f"PLAN (--dryrun): {len(names)} MPI ranks: {shlex.join(command)}", file=human)
@@ -484,6 +509,11 @@ def _command(args: list[str]) -> int:
     try:
         if args:
             _check_first_word(args[0])
+        if args and args[0] not in SUBCOMMANDS:
+            from aiobench.compat.configfile import expanded
+
+            args = expanded(command, args)  # -c/--configfile, --flag=false
+            _ARGS[:] = args
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
     except AiobenchError as exc:
         if launch_rank() in (None, 0):  # under MPI every rank fails alike; one says so

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from aiobench.errors import ConfigError
 from aiobench.kinds import NATIVE_MODULE, EngineName, PathType
 from aiobench.options import (
+    COMPAT,
     DIR_MODE,
     OBJECTS,
     OPT,
@@ -1199,6 +1200,48 @@ class BenchConfig:
         show_help="Add the Dirs/s and Dirs total rows (dir mode).",
     )
     # --- end of the custom tree and output options ---
+    # --- elbencho drop-in (#24): distributed options (MPI ranks, --hosts) ---
+    start_epoch: int | None = option(  # UTC seconds since the epoch; None: at once
+        None,
+        "--start",
+        help="Start the first phase at this instant, UTC seconds since the epoch (date "
+        "+%s); every rank waits for it (synchronized clocks), with a countdown.",
+        panel=SCALE_OUT,
+        cli_type=int | None,
+        metavar="EPOCH",
+        shown="at once",
+        low=0,
+        high=2**40,  # (year 36812: a typing error)
+        json_key="start",
+    )
+    rankoffset: int = option(
+        0,
+        "--rankoffset",
+        help="Number the threads from N (dir mode: their dirs r<N>...; their seeds), as "
+        "elbencho's worker ranks; under MPI added to every rank's.",
+        panel=SCALE_OUT,
+        metavar="N",
+        low=0,
+        high=MAX_SLOTS * 2**20,  # (far past any job's thread count)
+    )
+    rotatehosts: int = option(
+        0,
+        "--rotatehosts",
+        help="Under MPI: in each phase, rank r works on the share of rank r + N*phase "
+        "(modulo the ranks), so that no host reads what it wrote itself.",
+        panel=SCALE_OUT,
+        metavar="N",
+        low=0,
+        high=2**31,
+    )
+    svcelapsed: bool = option(
+        False,
+        "--svcelapsed",
+        help="Under MPI: a row with each rank's completion time (its slowest thread), "
+        "fastest first, as elbencho's 'Svc compl. time'.",
+        panel=SCALE_OUT,
+        show_help="Add the ranks' completion time row.",
+    )
     # No --ioengine, and the native engine is not built here: the run says so.
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
@@ -1745,3 +1788,118 @@ def _check_elbencho_options(cfg: BenchConfig, path_type: PathType | None) -> Non
         raise ConfigError(f"{option}: takes one PATH, the directory the tree is made in")
     if path_type is not None and path_type != PathType.DIR:
         raise ConfigError(f"{option}: PATH must be a directory (dir mode), not a {path_type}")
+
+
+# --- elbencho drop-in (#24): the config file and the options aiobench only recognizes ---
+# elbencho's -c/--configfile: its name=value lines become options before the command line
+# is parsed (aiobench.compat.configfile); the command line wins.
+CONFIGFILE_OPTION = Opt(
+    flags=("-c", "--configfile"),
+    help="Read options from FILE: OPTION=VALUE lines (long names without --), # comments; "
+    "flags take true/false, yes/no, on/off, 1/0. The command line wins.",
+    panel=WORKLOAD,
+    given=None,
+    cli_type=str | None,
+    metavar="FILE",
+    shown="none",
+)
+# elbencho's --numhosts: of the hosts --hosts/--hostsfile name, the first N get ranks.
+NUMHOSTS_OPTION = Opt(
+    flags=("--numhosts",),
+    help="With --hosts/--hostsfile: use only the first N hosts named.",
+    panel=SCALE_OUT,
+    given=None,
+    cli_type=int | None,
+    metavar="N",
+    shown="all",
+    low=1,
+)
+_SERVICE = (
+    "elbencho's service mode is not needed: aiobench runs the same command on every host "
+    "as an MPI job; give --hosts HOST,... or --hostsfile FILE (or start it with mpirun "
+    "or srun)"
+)
+_STOP = (
+    "there are no services to {}: an MPI run (--hosts, mpirun, srun) stops on Ctrl+C or "
+    "SIGTERM to its launcher (mpirun), which passes it to every rank"
+)
+_GPU = (
+    "GPU buffers and GPUDirect Storage are not available: aiobench does no GPU transfers "
+    "(they need CUDA)"
+)
+# elbencho's GPU options, with their value's placeholder (None: a flag).
+_GPU_OPTIONS = (
+    ("--gpuids", "IDS"),
+    ("--gpuperservice", None),
+    ("--cufile", None),
+    ("--cufiledriveropen", None),
+    ("--cuhostbufreg", None),
+    ("--gds", None),
+    ("--gdsbufreg", None),
+)
+
+
+def _recognized(flag: str, short: str, answer: str, arg: str | None = None) -> Opt:
+    """An elbencho option aiobench recognizes and answers: ``short`` for --help,
+    ``answer`` when given (``arg``: its value's placeholder, None for a flag)."""
+    return Opt(
+        flags=(flag,),
+        help=short,
+        panel=COMPAT,
+        given=False if arg is None else None,
+        cli_type=bool if arg is None else str | None,
+        metavar=arg,
+        recognized=answer,
+    )
+
+
+RECOGNIZED_OPTIONS = (
+    *(
+        _recognized(flag, "elbencho's service mode: aiobench uses --hosts (MPI).", _SERVICE, arg)
+        for flag, arg in (
+            ("--service", None),
+            ("--foreground", None),
+            ("--port", "PORT"),
+            ("--svcpwfile", "FILE"),
+            ("--svcping", None),
+            ("--svcupint", "MS"),
+            ("--svcwait", "SECS"),
+        )
+    ),
+    *(
+        _recognized(
+            flag,
+            "elbencho's: stop an MPI run with Ctrl+C or SIGTERM to mpirun.",
+            _STOP.format(flag.lstrip("-")),
+        )
+        for flag in ("--quit", "--interrupt")
+    ),
+    *(
+        _recognized(flag, "elbencho's GPU option: not available (no GPU transfers).", _GPU, arg)
+        for flag, arg in _GPU_OPTIONS
+    ),
+)
+# Every option of the command line that is no field of BenchConfig.
+COMMAND_LINE_OPTIONS = (
+    *LAUNCH_OPTIONS,
+    NUMHOSTS_OPTION,
+    CONFIGFILE_OPTION,
+    *RECOGNIZED_OPTIONS,
+)
+
+
+def refuse_recognized(given: dict[str, object]) -> None:
+    """:class:`ConfigError` for the first recognized-only option in ``given`` (raw values
+    by :attr:`Opt.name`): how aiobench does that job; for a GPU option without CUDA, what
+    is missing."""
+    gpu = {flag for flag, _ in _GPU_OPTIONS}
+    for opt in RECOGNIZED_OPTIONS:
+        if given.get(opt.name, opt.given) == opt.given:
+            continue
+        if opt.flags[0] in gpu:
+            from aiobench.compat.cuda import missing
+
+            lacking = missing()
+            if lacking:
+                raise ConfigError(f"{opt.label}: needs CUDA, not found here: {'; '.join(lacking)}")
+        raise ConfigError(f"{opt.label}: {opt.recognized}")

@@ -11,10 +11,12 @@ from typing import Any
 
 from typer.core import TyperCommand
 
-from aiobench.config import LAUNCH_OPTIONS, BenchConfig
+from aiobench.config import COMMAND_LINE_OPTIONS, BenchConfig
 from aiobench.options import PANEL_TITLES, declared
 
-_OPTIONS = [opt for _, opt in declared(BenchConfig) if not opt.argument] + list(LAUNCH_OPTIONS)
+_OPTIONS = [opt for _, opt in declared(BenchConfig) if not opt.argument] + list(
+    COMMAND_LINE_OPTIONS
+)
 # Panels in the order they are shown, each with its options (parameter names) in order.
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     (title, tuple(opt.name for opt in _OPTIONS if opt.panel == title)) for title in PANEL_TITLES

@@ -31,7 +31,9 @@ OUTPUTS = "Outputs"
 SCALE_OUT = "Scale-out (MPI)"
 OBJECTS = "Object storage (PATH is an S3 bucket)"
 SAFETY = "Safety"
-PANEL_TITLES = (WORKLOAD, DIR_MODE, OBJECTS, OUTPUTS, SCALE_OUT, SAFETY)
+# elbencho's options that aiobench recognizes but answers with how it does that job.
+COMPAT = "elbencho compatibility"
+PANEL_TITLES = (WORKLOAD, DIR_MODE, OBJECTS, OUTPUTS, SCALE_OUT, SAFETY, COMPAT)
 SECRET = "***"  # what the results and the recorded command show of a secret option
 
 Parse = Callable[[Any, str], Any]
@@ -58,6 +60,9 @@ class Opt:
     show_help: str | None = None
     argument: bool = False  # the positional PATH... argument, not an option
     secret: bool = False  # a credential: never in results, messages or the command recorded
+    # An elbencho option aiobench only recognizes: given, it is refused (exit 2) with this,
+    # how aiobench does that job (the compatibility table shows it too).
+    recognized: str | None = None
 
     @property
     def name(self) -> str:

@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from aiobench.cli import app, tools
-from aiobench.config import LAUNCH_OPTIONS, BenchConfig, build_config, validate
+from aiobench.config import COMMAND_LINE_OPTIONS, BenchConfig, build_config, validate
 from aiobench.errors import ConfigError
 from aiobench.kinds import PathType
 from aiobench.options import Opt, declared, parsed, table_options
@@ -19,7 +19,7 @@ from aiobench.results.schema import load_schema
 from aiobench.results.schema.config import SCHEMA_FILE, disagreements, with_new_keys
 from tests.helpers import make_cfg
 
-OPTIONS = [opt for _, opt in declared(BenchConfig)] + list(LAUNCH_OPTIONS)
+OPTIONS = [opt for _, opt in declared(BenchConfig)] + list(COMMAND_LINE_OPTIONS)
 
 
 def test_every_flag_is_declared_once() -> None:
@@ -125,7 +125,7 @@ def test_table_options_are_the_fields_of_table_options() -> None:
     assert table == {name: v for name, v in fields.items() if name != "files_per_dir"}
     assert list(table) == [
         "pertarget", "lat", "latpercent", "latpercent9s", "lathisto", "cpu", "allelapsed",
-        "no0usecerr", "log", "dirstats",
+        "no0usecerr", "log", "dirstats", "svcelapsed",
     ]  # fmt: skip
 
 

@@ -1,4 +1,5 @@
-"""The ``--json`` document and the NDJSON records of ``--jsonfile`` and ``--livejson``; pure.
+"""The ``--json`` document and the NDJSON records of ``--livejson``; pure (``--jsonfile``
+writes elbencho's records: :mod:`aiobench.render.elbencho_json`).
 
 The result model's JSON form itself is :mod:`aiobench.results.tables`; this module only
 serialises it: the document indented, each record on one line.
@@ -7,27 +8,13 @@ serialises it: the document indented, each record on one line.
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from aiobench.results.model import SCHEMA_VERSION, IntervalStats, PhaseResult, RunResult
-from aiobench.results.tables import interval_to_json, phase_to_json, run_to_json
+from aiobench.results.model import SCHEMA_VERSION, IntervalStats, RunResult
+from aiobench.results.tables import interval_to_json, run_to_json
 
 
 def dumps(result: RunResult) -> str:
     return json.dumps(run_to_json(result), indent=2) + "\n"
-
-
-def phase_record(meta: dict[str, Any], phase: PhaseResult, iso_date: str) -> str:
-    """One ``--jsonfile`` line: a phase with the run's metadata (NDJSON)."""
-    record = {
-        "schema_version": SCHEMA_VERSION,
-        "record": "phase",
-        "iso_date": iso_date,
-        "label": meta.get("label", ""),
-        "meta": meta,
-        "phase": phase_to_json(phase),
-    }
-    return json.dumps(record, separators=(",", ":")) + "\n"
 
 
 def interval_record(label: str, phase: str, iv: IntervalStats, iso_date: str) -> str:

@@ -160,8 +160,10 @@ class Outputs(Observer):
             from aiobench.render.live import LiveLine
 
             self.live = LiveLine(human)
-        if cfg.jsonfile_path is not None or cfg.livejson_path is not None:
-            import aiobench.render.json  # noqa: F401  (now, not in the middle of a phase)
+        if cfg.jsonfile_path is not None:
+            import aiobench.render.elbencho_json
+        if cfg.livejson_path is not None:
+            import aiobench.render.json  # noqa: F401  (likewise)
         self.shown: list[PhaseResult] = []
         self.errors: list[str] = []
         self._phase_start = datetime.datetime.now(datetime.UTC)
@@ -330,9 +332,9 @@ class Outputs(Observer):
             labels = None if cfg.nocsvlabels else RESULT_HEADER
             self._write("--csvfile", line(result_row(self.meta, phase)), labels)
         if cfg.jsonfile_path is not None:
-            from aiobench.render.json import phase_record
+            from aiobench.render.elbencho_json import elbencho_record
 
-            self._write("--jsonfile", phase_record(self.meta, phase, phase.start_time))
+            self._write("--jsonfile", elbencho_record(self.meta, phase))
         self.shown.append(phase)
 
     def run_done(self, result: RunResult) -> None:

@@ -75,6 +75,7 @@ class TableOptions:
     dirstats: bool = False  # the Dirs/s and Dirs total rows of dir mode's WRITE and READ
     # Not an option: -N of the run (--dirstats divides by it); 0 where it does not apply.
     files_per_dir: int = 0
+    svcelapsed: bool = False  # (--svcelapsed: the ranks' completion times, under MPI)
 
     @classmethod
     def from_config(cls, config: Mapping[str, object]) -> TableOptions:
@@ -229,6 +230,22 @@ def _rwmix_rows(phase: PhaseResult, options: TableOptions) -> str:
     return out
 
 
+def svc_elapsed_row(phase: PhaseResult) -> str:
+    """elbencho's ``Svc compl. time : [ host1=1.2s host2=1.5s ]`` (``--svcelapsed``): each
+    rank's completion time (its slowest thread), fastest first; '' without MPI ranks. A
+    host with several ranks names them ``host#rank``."""
+    if not phase.ranks:
+        return ""
+    hosts = [r.host for r in phase.ranks]
+    ordered = sorted(phase.ranks, key=lambda r: (r.elapsed_ns, r.rank))
+    cells = " ".join(
+        f"{printable(r.host) if hosts.count(r.host) == 1 else f'{printable(r.host)}#{r.rank}'}"
+        f"={format_elapsed(r.elapsed_ns)}"
+        for r in ordered
+    )
+    return _wide_row("Svc compl. time", f"[ {cells} ]")
+
+
 def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> str:
     """One phase; rows without a count behind them are left out, as elbencho does, and
     the CPU and latency rows only where ``options`` ask for them."""
@@ -242,6 +259,7 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
     )
     if phase.rwmix_pct is not None:
         out += _rwmix_rows(phase, options)
+        out += svc_elapsed_row(phase) if options.svcelapsed else ""
         out += slow_target_row(phase) if options.pertarget is None else ""
         return out + client_bound_row(phase) + SEPARATOR
     if last.entries:
@@ -262,6 +280,8 @@ def phase_block(phase: PhaseResult, options: TableOptions = DEFAULT_TABLE) -> st
         out += _cpu_row(phase)
     if options.allelapsed:
         out += elapsed_each_row(phase)
+    if options.svcelapsed:
+        out += svc_elapsed_row(phase)
     if phase.entry_latency is not None:
         out += latency_rows(entries, phase.entry_latency, options)
     out += latency_rows("IO", phase.io_latency, options)

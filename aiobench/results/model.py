@@ -37,6 +37,9 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
         --s3mix); a phase without it has none.
     3, extended without a bump — phases[].client_cpu_pct (aiobench's own CPU over the phase
         as a share of what it may use); a phase without it reads as 0.
+    3, unchanged — --jsonfile no longer writes "record": "phase" lines but elbencho's own
+        per-phase records (elbencho-record.schema.json); the phase_record definition stays
+        so that lines saved by 0.1.0 still validate.
 """
 
 from __future__ import annotations

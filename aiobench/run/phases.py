@@ -20,6 +20,7 @@ from aiobench.engines.base import Engine, IoOptions
 from aiobench.engines.gate import StartGate
 from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
 from aiobench.plan.dirmode import DirLayout
+from aiobench.plan.ranks import rotated
 from aiobench.plan.slots import rate_limit, rwmix_pct, streams_for
 from aiobench.plan.split import ThreadSplit
 from aiobench.plan.targets import Targets
@@ -107,7 +108,12 @@ def make_executor(slots: int) -> ThreadPoolExecutor:
 async def run_phase(
     ctx: RunContext, kind: PhaseKind, phase_index: int
 ) -> tuple[PhaseResult, PhaseTally]:
-    """Run one phase of ``kind`` over all threads and summarise it."""
+    """Run one phase of ``kind`` over all threads and summarise it (``--rotatehosts``: on
+    another process's share)."""
+    cfg = ctx.cfg
+    if cfg.rotatehosts and ctx.split is not None:
+        turned = rotated(ctx.split, cfg.threads, cfg.rotatehosts, phase_index, cfg.rankoffset)
+        ctx = replace(ctx, split=turned)
     return await PhaseRun(ctx, kind, phase_index).run()
 
 

@@ -43,6 +43,7 @@ from aiobench.kinds import (
     WRITE,
     PhaseKind,
 )
+from aiobench.plan.ranks import offset
 from aiobench.plan.targets import Resolved, Targets, filesystem_type
 from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
@@ -225,7 +226,7 @@ def run_benchmark(
         observer=job.events(observer),
         live_interval_ns=cfg.live_interval_ms * 1_000_000,
         coordinator=job,
-        split=job.split(cfg.threads, resolved.layout.dir_mode),
+        split=offset(job.split(cfg.threads, resolved.layout.dir_mode), cfg.rankoffset),
     )
     kinds = phase_kinds(cfg, resolved)
     observer.ready()  # setup can no longer fail: notes for the user may go out now

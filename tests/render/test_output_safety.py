@@ -374,7 +374,7 @@ def _records_parse(option: str, text: str) -> None:
     assert lines and text.endswith("\n")
     if option == "--jsonfile":
         for line in lines:
-            assert json.loads(line)["record"] == "phase"
+            assert json.loads(line)["phase_type"] in ("WRITE", "READ")
     else:
         rows = list(csv.reader(lines))
         assert rows[0] == RESULT_HEADER
@@ -543,8 +543,10 @@ def test_failed_phase_is_marked_in_every_result_file(
     assert (phase["phase"], phase["status"], phase["error"]) == ("WRITE", "error", error)
     assert errors_of(validator, doc) == []
     (record,) = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert record["phase"] == phase
-    assert errors_of(validator, record) == []
+    assert (record["phase_type"], record["last_done"]["bytes"]) == (
+        "WRITE",
+        str(phase["last_done"]["bytes"]),
+    )
     with (tmp_path / "r.csv").open(newline="") as handle:
         (row,) = list(csv.DictReader(handle))
     assert (row["operation"], row["status"], row["error"]) == ("WRITE", "error", error["message"])
@@ -581,7 +583,7 @@ def test_phase_stopped_early_is_marked(
     assert (phase["status"], phase["error"], phase[how]) == (how, None, True)
     assert errors_of(validator, doc) == []
     (record,) = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert record["phase"]["status"] == how
+    assert record["phase_type"] == "WRITE"  # (elbencho's record has no status: --json has)
     with (tmp_path / "r.csv").open(newline="") as handle:
         (row,) = list(csv.DictReader(handle))
     assert (row["status"], row["error"]) == (how, "")

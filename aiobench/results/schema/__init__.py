@@ -68,3 +68,13 @@ def check_validator() -> Callable[[Any], Any]:
     schema["$ref"] = "#/$defs/check_document"
     validate: Callable[[Any], Any] = fastjsonschema.compile(schema, use_default=False)
     return validate
+
+
+ELBENCHO_RECORD_SCHEMA = "elbencho-record.schema.json"
+
+
+def load_elbencho_schema() -> dict[str, Any]:
+    """The JSON Schema of a ``--jsonfile`` line: elbencho's per-phase record."""
+    text = resources.files(__name__).joinpath(ELBENCHO_RECORD_SCHEMA).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema

@@ -1,0 +1,2 @@
+"""elbencho drop-in: its config files, what its GPU options would need, the README's
+compatibility table."""

@@ -4,9 +4,13 @@ and bytes, the servers' answers its read bytes (as elbencho counts them). Pure."
 from __future__ import annotations
 
 import datetime
+import platform
+import socket
 
 import numpy as np
 
+from aiobench import __version__
+from aiobench.config import BenchConfig
 from aiobench.engines.net.engine import ThreadRun
 from aiobench.results.model import PhaseResult, ThreadTotals, Totals
 from aiobench.stats.recorders import LatencyRecorder
@@ -61,3 +65,26 @@ def phase_result(
         ),
         error=None if error is None else {"message": error},
     )
+
+
+def run_meta(cfg: BenchConfig, started: datetime.datetime) -> dict[str, object]:
+    """The run's meta block as a storage run's has it, for a run without PATH."""
+    return {
+        "aiobench_version": __version__,
+        "command": list(cfg.argv),
+        "label": cfg.label,
+        "config": cfg.to_dict(),
+        "seed": cfg.seed,
+        "path_type": "net",
+        "paths": ["(netbench)"],
+        "sizes_bytes": [cfg.size_bytes],
+        "block_size_bytes": cfg.block_size,
+        "filesystems": {},
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "event_loop": "asyncio",
+        "live_interval_ms": cfg.live_interval_ms,
+        "start_time": started.isoformat(timespec="milliseconds"),
+        "notes": [],
+    }

@@ -15,7 +15,7 @@ from aiobench.config import BenchConfig
 from aiobench.engines.net import roles as roles_mod
 from aiobench.engines.net import sockets
 from aiobench.engines.net.engine import ServerCounts, Sizes, ThreadRun, run_clients, serve
-from aiobench.engines.net.report import phase_result
+from aiobench.engines.net.report import phase_result, run_meta
 from aiobench.errors import ConfigError
 from aiobench.run.coordinator import launch_rank, wanted
 
@@ -132,9 +132,7 @@ def _report(
             "server_bytes_sent": sum(s.sent for s in servers),
             "server_responses": sum(s.responses for s in servers),
         },
-        "argv": list(cfg.argv),
-        "config": cfg.to_dict(),
-    }
+    } | run_meta(cfg, started)
     result = RunResult(meta=meta, phases=[phase], error=phase.error)
     human = sys.stderr if cfg.stdout_option is not None else sys.stdout
     print(phase_block(phase, TableOptions.from_config(cfg.to_dict())), end="", file=human)

@@ -12,6 +12,7 @@ import pytest
 
 from aiobench.engines.net import sockets
 from aiobench.errors import ConfigError
+from aiobench.results.schema import document_validator
 from tests.helpers import mpirun, needs_mpi
 
 LOOPBACK = ("--servers", "127.0.0.1", "--clients", "127.0.0.1")
@@ -34,6 +35,7 @@ def _netbench_json(tmp_path: Path, *args: str) -> dict[str, object]:
     assert "NETBENCH" in proc.stdout
     doc = json.loads(out.read_text())
     assert isinstance(doc, dict)
+    document_validator(3)(doc)  # the result schema, with its NETBENCH phase and meta
     return doc
 
 

@@ -58,7 +58,7 @@ def test_ratios_and_targets() -> None:
             "ref": [{"blocks_per_s": 100.0}],
         },
     }
-    rows = net_summarise(samples)  # type: ignore[arg-type]
+    rows = net_summarise(samples)
     assert rows[0]["ratio"] == pytest.approx(0.95)
     assert rows[0]["iperf_ratio"] == pytest.approx(0.475)
     assert math.isnan(rows[1]["iperf_ratio"])

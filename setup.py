@@ -13,6 +13,13 @@ setup(
             ["aiobench/engines/_native.c"],
             optional=True,
             extra_compile_args=["-std=gnu11", "-Wextra", "-Wno-unused-parameter"],
-        )
+        ),
+        # Netbench's data path (--netbench): optional likewise.
+        Extension(
+            "aiobench.engines.net._netnative",
+            ["aiobench/engines/net/_netnative.c"],
+            optional=True,
+            extra_compile_args=["-std=gnu11", "-Wextra", "-Wno-unused-parameter"],
+        ),
     ]
 )

@@ -197,7 +197,18 @@ def bench(**options: Any) -> int:
     options.pop(CONFIGFILE_OPTION.name)  # (read before the command line was parsed)
     numhosts = NUMHOSTS_OPTION.value(options.pop(NUMHOSTS_OPTION.name))
     refuse_recognized({opt.name: options.pop(opt.name) for opt in RECOGNIZED_OPTIONS})
+    if options.get("netbench") and not options.get("paths"):
+        options["paths"] = ["(netbench)"]  # netbench touches no path
     cfg = build_config(argv=("aiobench", *sys.argv[1:]), **options)
+    from aiobench.engines.net.roles import check as check_netbench
+
+    check_netbench(cfg)
+    if cfg.netbench:
+        if hosts is not None or hostsfile is not None or numhosts is not None:
+            raise ConfigError("--hosts: netbench places its ranks by --servers and --clients")
+        from aiobench.engines.net.run import run as run_netbench
+
+        return run_netbench(cfg, _ARGS or sys.argv[1:])
     from aiobench.run.start import check_start, wait_for_start
 
     if launch_rank() is None:  # (a rank the launcher was slow to start just starts)

@@ -1200,6 +1200,95 @@ class BenchConfig:
         show_help="Add the Dirs/s and Dirs total rows (dir mode).",
     )
     # --- end of the custom tree and output options ---
+    # --- elbencho drop-in (#24): netbench (aiobench/engines/net) ---
+    netbench: bool = option(
+        False,
+        "--netbench",
+        help="Network benchmark instead of storage: each client thread sends -b blocks "
+        "(-s per thread) over TCP to a server and waits for --respsize bytes back after "
+        "each; the ranks are --servers then --clients (needs MPI).",
+        panel=SCALE_OUT,
+    )
+    servers: str | None = option(
+        None,
+        "--servers",
+        help="Netbench: the server hosts, comma-separated (one MPI rank each).",
+        panel=SCALE_OUT,
+        cli_type=str | None,
+        metavar="HOST,HOST...",
+        shown="none",
+    )
+    clients: str | None = option(
+        None,
+        "--clients",
+        help="Netbench: the client hosts, comma-separated (one MPI rank each).",
+        panel=SCALE_OUT,
+        cli_type=str | None,
+        metavar="HOST,HOST...",
+        shown="none",
+    )
+    serversfile: str | None = option(
+        None,
+        "--serversfile",
+        help="Netbench: the server hosts, one per line (# comments).",
+        panel=SCALE_OUT,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    clientsfile: str | None = option(
+        None,
+        "--clientsfile",
+        help="Netbench: the client hosts, one per line (# comments).",
+        panel=SCALE_OUT,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    respsize_bytes: int = option(
+        "1",
+        "--respsize",
+        help="Netbench: bytes a server sends back for each block received.",
+        panel=SCALE_OUT,
+        cli_type=str,
+        metavar="SIZE",
+        shown="1",
+        parse=size,
+        json_key="respsize",
+    )
+    sendbuf_bytes: int = option(
+        "0",
+        "--sendbuf",
+        help="Netbench: the sockets' send buffer size (SO_SNDBUF); 0: the system's.",
+        panel=SCALE_OUT,
+        cli_type=str,
+        metavar="SIZE",
+        shown="0",
+        parse=size,
+        json_key="sendbuf",
+    )
+    recvbuf_bytes: int = option(
+        "0",
+        "--recvbuf",
+        help="Netbench: the sockets' receive buffer size (SO_RCVBUF); 0: the system's.",
+        panel=SCALE_OUT,
+        cli_type=str,
+        metavar="SIZE",
+        shown="0",
+        parse=size,
+        json_key="recvbuf",
+    )
+    netdevs: str | None = option(
+        None,
+        "--netdevs",
+        help="Netbench: network devices (eth0,...) that the client connections are bound "
+        "to, round-robin (SO_BINDTODEVICE; needs root).",
+        panel=SCALE_OUT,
+        cli_type=str | None,
+        metavar="DEV,DEV...",
+        shown="none",
+    )
+    # --- end of netbench ---
     # --- elbencho drop-in (#24): distributed options (MPI ranks, --hosts) ---
     start_epoch: int | None = option(  # UTC seconds since the epoch; None: at once
         None,

@@ -36,6 +36,12 @@ from aiobench_bench.docs import write_docs
 from aiobench_bench.host import environment, fs_type
 from aiobench_bench.metadata import md_summarise, md_targets, measure_metadata, print_md_markdown
 from aiobench_bench.mpi import find_mpirun, measure_mpi, mpi_summarise, print_mpi_markdown
+from aiobench_bench.netbench import (
+    measure_netbench,
+    net_summarise,
+    net_targets,
+    print_net_markdown,
+)
 from aiobench_bench.procs import signals_held
 from aiobench_bench.ramp import measure_ramp, print_ramp_markdown, ramp_summarise, ramp_targets
 from aiobench_bench.report import json_safe, print_targets
@@ -70,7 +76,7 @@ DOCS = os.path.join(
     "docs",
     "benchmarks.md",
 )
-SECTIONS = ("data", "metadata", "mpi", "seed2", "depth", "ramp", "startup", "s3")
+SECTIONS = ("data", "metadata", "mpi", "seed2", "depth", "ramp", "startup", "s3", "netbench")
 # Defaults of a full measurement, and of --quick (a smoke test of every section in a couple
 # of minutes; its figures mean little). An option given on the command line wins.
 FULL = {
@@ -202,7 +208,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "DONE share with -t 1024; depth: queue depth and threads on a loop device, zram and "
         "the page cache vs fio libaio / io_uring / psync (root); startup: aiobench "
         "--help/--version against python -c pass; s3: aiobench's S3 engine vs a bare "
-        "aiohttp + SigV4 loop on a SeaweedFS it starts (4 KiB and 64 MiB PUT / GET); all: "
+        "aiohttp + SigV4 loop on a SeaweedFS it starts (4 KiB and 64 MiB PUT / GET); netbench: "
+        "aiobench --netbench (mpirun, loopback) vs a plain C request/response loop and "
+        "iperf3, -b 1m and -b 4k --respsize 4k; all: "
         "every one that can run here (mpi only if mpirun is found, seed2 and depth only as "
         "root, s3 only if SeaweedFS's weed is found; default). A section named explicitly "
         "that cannot run makes the exit status 1",
@@ -439,6 +447,17 @@ def main(argv: list[str] | None = None) -> int:
                 report["s3"] = s3_summarise(samples3, meta["s3"]["startup"])
                 targets += s3_targets(report["s3"])
                 failed = failed or meta["s3"]["aiobench_error"] is not None
+        if "netbench" in sections:
+            if mpirun is None:
+                skip("netbench", "mpirun not found")
+            else:
+                try:
+                    net_runs, meta["netbench"] = measure_netbench(args, workdir, aiobench_exe)
+                except Unavailable as exc:
+                    skip("netbench", str(exc))
+                else:
+                    report["netbench"] = net_summarise(net_runs)
+                    targets += net_targets(report["netbench"])
     except (ToolError, OSError) as exc:
         log(f"bench: {exc}")
         return 1
@@ -467,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         ("ramp", print_ramp_markdown),
         ("startup", print_startup_markdown),
         ("s3", print_s3_markdown),
+        ("netbench", print_net_markdown),
     )
     markdown = io.StringIO()
     with contextlib.redirect_stdout(markdown):

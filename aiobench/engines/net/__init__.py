@@ -1,0 +1,1 @@
+"""Netbench (``--netbench``): elbencho's request/response network benchmark over TCP."""

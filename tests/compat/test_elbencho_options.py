@@ -61,12 +61,27 @@ def test_no_elbencho_option_of_this_part_is_unknown(
     assert unknown_to_the_cli(list(MINE), tmp_path, capsys) == []
 
 
+# elbencho's I/O options that #24 still has to bring (the README's table says "not
+# available"); #24 stays open while this is not empty. Bringing one means taking it out here.
+NOT_YET = frozenset(
+    (
+        *("--blockvaralgo", "--cores", "--fadv", "--flock", "--madv", "--mmap"),
+        *("--nofdsharing", "--opslog", "--opsloglock", "--randalgo", "--readinline"),
+        *("--rwmixthr", "--rwmixthrpct", "--statinline", "--zones"),
+    )
+)
+
+
 def test_no_elbencho_option_is_unknown(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Passes once every part of #24 (and the S3 issue's options) is merged."""
+    """Every one of the 164 names but those still to come (:data:`NOT_YET`) is an option
+    aiobench knows; the README's table says the same of them."""
     monkeypatch.chdir(tmp_path)
-    assert unknown_to_the_cli(elbencho_names(), tmp_path, capsys) == []
+    assert NOT_YET <= set(elbencho_names())
+    assert set(unknown_to_the_cli(elbencho_names(), tmp_path, capsys)) == NOT_YET
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert {f"| `{name}` | not available |" for name in NOT_YET} <= set(readme.splitlines())
 
 
 @pytest.mark.parametrize("flag", SERVICE)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aiobench.errors import ConfigError
-from aiobench.run.hosts import parse_hosts
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
@@ -33,6 +32,8 @@ def _names(option: str, listed: str | None, file: str | None) -> list[str]:
     if listed is None and file is None:
         raise ConfigError(f"--netbench: give --{option} HOST,... or --{option}file FILE")
     try:
+        from aiobench.run.hosts import parse_hosts  # (only for netbench: not at start-up)
+
         return parse_hosts(listed, file)
     except ConfigError as exc:
         raise ConfigError(str(exc).replace("--hostsfile", f"--{option}file")) from None

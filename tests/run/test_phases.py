@@ -68,13 +68,23 @@ async def test_first_done_counts_all_threads_at_the_first_finish(tmp_path: Path)
 
 
 class LateReport(RecordingEngine):
-    """Path 0's runs end their operations early but return late, as a thread that waits
-    for the interpreter's lock after its last operation: it is seen to finish last."""
+    """Path 0's last run ends its operations early but returns late, as a thread that waits
+    for the interpreter's lock after its last operation: it is seen to finish last. Only
+    the run holding path 0's last operation waits, so its operations end early however the
+    phase is cut into runs."""
+
+    def __init__(self, delays_ns: dict[int, int], path0_ops: int) -> None:
+        super().__init__(delays_ns)
+        self.path0_left = path0_ops
 
     def run(self, job: Job) -> RawBatch:
         batch = super().run(job)
         if job.ops.path_index == 0:
-            time.sleep(0.4)
+            with self.lock:
+                self.path0_left -= len(batch.ends)
+                last = self.path0_left == 0
+            if last:
+                time.sleep(0.4)
         return batch
 
 
@@ -88,7 +98,7 @@ async def test_first_done_is_the_earliest_finish_not_the_first_one_seen(tmp_path
         read=True,
     )
     layout = Layout((20 * 4096, 20 * 4096), 4096)
-    engine = LateReport({0: 1_000_000, 1: 10_000_000})  # thread 0: ~20 ms, thread 1: ~200 ms
+    engine = LateReport({0: 1_000_000, 1: 10_000_000}, 20)  # thread 0: ~20 ms, 1: ~200 ms
     ctx = context(cfg, layout, engine)
     try:
         phase, tally = await run_phase(ctx, READ, 0)

@@ -21,12 +21,12 @@ from aiobench.cli import app
 from aiobench.errors import ConfigError
 
 # Loaded only by the paths that use them: pydantic by typer's own coercion of unusual values,
-# rich by the live line on a terminal, aiohttp by S3 targets, matplotlib by `plot`, the JSON
+# rich by the live line on a terminal, httptools by S3 targets, matplotlib by `plot`, the JSON
 # schema by saved runs, mpi4py under MPI.
 NOT_FOR_A_RUN = (
     "pydantic",
     "rich",
-    "aiohttp",
+    "httptools",
     "matplotlib",
     "fastjsonschema",
     "mpi4py",

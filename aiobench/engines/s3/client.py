@@ -1,12 +1,13 @@
-"""An S3 client for one endpoint on the event loop: aiohttp and aiobench's SigV4 signer.
+"""An S3 client for one endpoint on the event loop: aiobench's HTTP/1.1 connections
+(:mod:`~aiobench.engines.s3.http`) and its SigV4 signer.
 
 Only what the benchmark needs, each call one request: buckets (create, delete), objects
 (PUT, multipart upload, HEAD, ranged GET into the caller's buffer, DELETE), listing
 (ListObjectsV2, a page at a time) and batched DeleteObjects. Requests go unsigned-payload,
 without checksums or ``Expect: 100-continue``; PUT bodies are sent from the caller's
-memoryview with an explicit Content-Length, GET bodies are copied into the caller's reused
-buffer. Connections are pooled, at most ``max_connections``. Each request is watched
-(:mod:`~aiobench.engines.s3.deadline`): one that neither ends nor moves enough of
+memoryview with an explicit Content-Length, GET bodies are received into the caller's
+reused buffer. Connections are pooled, at most ``max_connections`` per host. Each request
+is watched (:mod:`~aiobench.engines.s3.deadline`): one that neither ends nor moves enough of
 its bytes for ``timeout_s`` (``--s3timeout``) fails, however it got stuck (connecting,
 waiting for an answer, sending or receiving a body).
 
@@ -21,31 +22,24 @@ from __future__ import annotations
 import base64
 import errno as errno_mod
 import hashlib
+import ssl
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, TypeVar
+from typing import TypeVar
 from xml.sax.saxutils import escape
-
-import aiohttp
-from aiohttp.abc import AbstractStreamWriter
-from aiohttp.payload import Payload
-from multidict import CIMultiDictProxy
-from yarl import URL
 
 from aiobench.config import DEFAULT_S3_TIMEOUT_S
 from aiobench.engines.s3.deadline import Stalled, Watches
+from aiobench.engines.s3.http import Broken, Headers, Pool
 from aiobench.engines.s3.layout import BucketAddress, Credentials, Endpoint, bucket_address
 from aiobench.engines.s3.policy import RequestPolicy
 from aiobench.engines.s3.requestlog import RequestLog, outcome_of
 from aiobench.engines.s3.sigv4 import Signer, canonical_query, encode_path
 from aiobench.errors import S3Error
 
-# Large PUT bodies are handed to the transport in slices of this size, each awaited, so a
-# 64 MiB body neither blocks the loop nor is copied whole into the transport's buffer.
-_WRITE_SLICE_BYTES = 1 << 20
 # An error body is a short XML document; more than this is not read.
 _MAX_ERROR_BODY_BYTES = 64 << 10
 # S3's limit of keys in one DeleteObjects request.
@@ -60,63 +54,6 @@ class ListPage:
     keys: list[str]
     sizes: list[int]
     next_token: str | None
-
-
-class _Transport(Protocol):
-    """What a body needs of its connection's transport (asyncio's and uvloop's have it,
-    but no common base class)."""
-
-    def get_write_buffer_size(self) -> int: ...
-
-    def abort(self) -> None: ...
-
-
-class _BufferPayload(Payload):
-    """A request body sent from the caller's memoryview without copying it first;
-    :meth:`sent` tells the request's watch how far it got, :meth:`abandon` drops what a
-    request that failed or was cancelled left unsent."""
-
-    _value: memoryview
-
-    def __init__(self, value: memoryview) -> None:
-        view = value.cast("B") if value.format != "B" or value.ndim != 1 else value
-        super().__init__(view, content_type="application/octet-stream")
-        self._size = view.nbytes
-        self._handed = 0  # bytes handed to the transport
-        self._transport: _Transport | None = None
-
-    def sent(self) -> int:
-        """Body bytes handed to the transport and gone from its buffer (to the kernel)."""
-        if self._transport is None:
-            return self._handed
-        return max(self._handed - self._transport.get_write_buffer_size(), 0)
-
-    def abandon(self) -> None:
-        """The request will not complete: a transport still holding some of the body is
-        aborted. Closed the usual way it would wait to send it first, and a peer that
-        reads nothing more would keep it (and the session's close) waiting forever."""
-        transport = self._transport
-        if transport is not None and transport.get_write_buffer_size():
-            transport.abort()
-
-    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        return bytes(self._value).decode(encoding, errors)
-
-    async def as_bytes(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-        return bytes(self._value)
-
-    async def write(self, writer: AbstractStreamWriter) -> None:
-        await self.write_with_length(writer, None)
-
-    async def write_with_length(
-        self, writer: AbstractStreamWriter, content_length: int | None
-    ) -> None:
-        view = self._value if content_length is None else self._value[:content_length]
-        self._transport = getattr(writer, "transport", None)
-        for start in range(0, view.nbytes, _WRITE_SLICE_BYTES):
-            piece = view[start : start + _WRITE_SLICE_BYTES]
-            self._handed += piece.nbytes
-            await writer.write(piece)
 
 
 def _local(tag: str) -> str:
@@ -134,7 +71,7 @@ def _child_text(element: ET.Element, name: str) -> str:
 T = TypeVar("T")
 
 
-def _status(answer: tuple[int, CIMultiDictProxy[str], bytes]) -> str:
+def _status(answer: tuple[int, Headers, bytes]) -> str:
     return f"HTTP {answer[0]}"
 
 
@@ -183,9 +120,11 @@ class S3Client:
             for s in (credentials.session_token, credentials.secret_key, credentials.access_key)
             if len(s) >= 4
         )
-        # Each request is watched for stalls (aiohttp's read timeout lets a dribble pass).
+        # Each request is watched for stalls (a read timeout would let a dribble pass).
         self.watches = Watches(timeout_s)
-        self._session: aiohttp.ClientSession | None = None
+        self._pools: dict[str, Pool] | None = None  # by Host (None: outside 'async with')
+        # Verified against the default CAs (SSL_CERT_FILE/SSL_CERT_DIR name others).
+        self._ssl = ssl.create_default_context() if self._tls else None
         self._addresses: dict[str, BucketAddress] = {}
         self._date_second = -1
         self._date = ""
@@ -194,16 +133,7 @@ class S3Client:
         return f"S3Client({self.endpoint.url!r}, region={self.region!r})"
 
     async def __aenter__(self) -> S3Client:
-        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0)
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(total=None),
-            auto_decompress=False,
-            skip_auto_headers=("User-Agent", "Accept-Encoding"),
-            # Raw bodies only: no cookie handling, no redirects (an S3 redirect is an error
-            # to report, not to follow with the same signature).
-            cookie_jar=aiohttp.DummyCookieJar(),
-        )
+        self._pools = {}
         return self
 
     async def __aexit__(
@@ -215,9 +145,10 @@ class S3Client:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        if self._pools is not None:
+            pools, self._pools = self._pools, None
+            for pool in pools.values():
+                await pool.aclose()
         self.watches.close()
 
     # -- buckets ---------------------------------------------------------------------------
@@ -293,47 +224,38 @@ class S3Client:
         if want <= 0:
             raise ValueError("get_range needs a buffer of at least one byte")
         headers = {"Range": f"bytes={offset}-{offset + want - 1}", **self.policy.object}
-        session = self._live_session()
-        url, signed = self._prepare("GET", bucket, key, "", headers)
-        got = 0
+        pool, head = self._prepare("GET", bucket, key, "", headers)
+        target = into.cast("B") if into.format != "B" or into.ndim != 1 else into
         start = time.perf_counter_ns()
-        ttfb = 0
         watch = self.watches.request()
         try:
             with watch:
-                async with session.request(
-                    "GET", url, headers=signed, allow_redirects=False
-                ) as resp:
-                    if resp.status not in (200, 206):
-                        data = await resp.content.read(_MAX_ERROR_BODY_BYTES)
-                        code, message = self._error_fields(data)
-                        raise self._error(bucket, key, offset, resp.status, code, message, resp)
-                    if resp.status == 200 and offset != 0:
-                        raise self._error(
-                            bucket, key, offset, 200, "", "the server ignored the Range header"
-                        )
-                    content = resp.content
-                    target = into.cast("B") if into.format != "B" or into.ndim != 1 else into
-                    while True:
-                        chunk = await content.readany()
-                        if not chunk:
-                            break
-                        if not ttfb:
-                            ttfb = time.perf_counter_ns() - start
-                        end = got + len(chunk)
-                        if end > want:
-                            raise self._error(
-                                bucket, key, offset, resp.status, "", "more bytes than the range"
-                            )
-                        target[got:end] = chunk
-                        got = watch.received = end
-        except aiohttp.ClientError as exc:
-            raise self._transport_error(exc, bucket, key, offset, got) from None
+                resp = await pool.send(
+                    head,
+                    None,
+                    watch,
+                    into=target,
+                    into_statuses=(200, 206),
+                    limit=max(want + 1, _MAX_ERROR_BODY_BYTES),
+                )
+        except Broken as exc:
+            raise self._broken(exc, bucket, key, offset) from None
         except Stalled as exc:
             raise self._stalled("GetObject", exc, bucket, key, offset) from None
-        if not ttfb:
-            ttfb = time.perf_counter_ns() - start
-        return got, ttfb
+        status = resp.status
+        if status not in (200, 206):
+            code, message = self._error_fields(resp.body)
+            raise self._error(bucket, key, offset, status, code, message, resp.reason)
+        if status == 200 and offset != 0:
+            raise self._error(bucket, key, offset, 200, "", "the server ignored the Range header")
+        got = resp.got
+        if resp.length < 0:  # (chunked: the body came whole, not into the buffer)
+            got = len(resp.body)
+            if got <= want:
+                target[:got] = resp.body
+        if resp.length > want or got > want:
+            raise self._error(bucket, key, offset, status, "", "more bytes than the range")
+        return got, resp.first_byte_ns - start
 
     # -- multipart upload ------------------------------------------------------------------
 
@@ -470,10 +392,18 @@ class S3Client:
 
     # -- the request path ------------------------------------------------------------------
 
-    def _live_session(self) -> aiohttp.ClientSession:
-        if self._session is None:
+    def _pool(self, address: BucketAddress, bucket: str) -> Pool:
+        pools = self._pools
+        if pools is None:
             raise RuntimeError("S3Client used outside 'async with'")
-        return self._session
+        pool = pools.get(address.host)
+        if pool is None:
+            endpoint = self.endpoint
+            host = f"{bucket}.{endpoint.host}" if self.virtual_host else endpoint.host
+            pool = pools[address.host] = Pool(
+                host, endpoint.port, self._ssl, self.max_connections, server_hostname=host
+            )
+        return pool
 
     def _when(self) -> str:
         now = int(time.time())
@@ -490,7 +420,8 @@ class S3Client:
         query: str,
         headers: dict[str, str],
         body: memoryview | None = None,
-    ) -> tuple[URL, dict[str, str]]:
+    ) -> tuple[Pool, bytes]:
+        """The pool of the bucket's host and the signed request head."""
         address = self._addresses.get(bucket)
         if address is None:
             address = self._addresses[bucket] = bucket_address(
@@ -499,15 +430,9 @@ class S3Client:
         path = address.object_path(encode_path(key)) if key else (address.path or "/")
         payload = self.policy.payload_hash(body, self._tls)
         self._signer.sign_s3(method, path, query, address.host, headers, self._when(), payload)
-        # Built from its parts: parsing a URL string costs ~5x as much (3 us), per request.
-        url = URL.build(
-            scheme=address.scheme,
-            authority=address.host,
-            path=path,
-            query_string=query,
-            encoded=True,
-        )
-        return url, headers
+        target = f"{path}?{query}" if query else path
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        return self._pool(address, bucket), f"{method} {target} HTTP/1.1\r\n{lines}\r\n".encode()
 
     async def _call(
         self,
@@ -520,7 +445,7 @@ class S3Client:
         body: bytes | memoryview | None = None,
         headers: dict[str, str] | None = None,
         ok: tuple[int, ...] = (200,),
-    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
+    ) -> tuple[int, Headers, bytes]:
         """One request whose answer is read whole (:meth:`_send`), logged with --s3log."""
         send = self._send(
             operation, method, bucket, key, query=query, body=body, headers=headers, ok=ok
@@ -570,52 +495,29 @@ class S3Client:
         body: bytes | memoryview | None = None,
         headers: dict[str, str] | None = None,
         ok: tuple[int, ...] = (200,),
-    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
+    ) -> tuple[int, Headers, bytes]:
         """One request whose answer is read whole: (status, headers, body); ``operation`` is
         its name in S3's API, for messages."""
-        session = self._live_session()
         sent = {} if headers is None else dict(headers)
-        payload: _BufferPayload | None = None
-        if body is not None:
-            payload = _BufferPayload(memoryview(body))
-            sent["Content-Length"] = str(payload.size)
+        view = None if body is None else memoryview(body).cast("B")
+        if view is not None:
+            sent["Content-Length"] = str(view.nbytes)
         elif method in ("PUT", "POST"):
             sent["Content-Length"] = "0"
-        url, signed = self._prepare(
-            method,
-            bucket,
-            key,
-            canonical_query(query) if query else "",
-            sent,
-            None if body is None else memoryview(body),
-        )
+        query_string = canonical_query(query) if query else ""
+        pool, head = self._prepare(method, bucket, key, query_string, sent, view)
         watch = self.watches.request()
-        if payload is not None:
-            watch.sending = payload.sent
-        done = False
         try:
             with watch:
-                async with session.request(
-                    method, url, headers=signed, data=payload, allow_redirects=False
-                ) as resp:
-                    if resp.status not in ok:
-                        data = await resp.content.read(_MAX_ERROR_BODY_BYTES)
-                        code, message = self._error_fields(data)
-                        raise self._error(bucket, key, None, resp.status, code, message, resp)
-                    # Read chunk by chunk (as resp.read() does), each counted for the watch.
-                    chunks: list[bytes] = []
-                    while chunk := await resp.content.readany():
-                        chunks.append(chunk)
-                        watch.received += len(chunk)
-                    done = True
-                    return resp.status, resp.headers, b"".join(chunks)
-        except aiohttp.ClientError as exc:
-            raise self._transport_error(exc, bucket, key, None, None) from None
+                resp = await pool.send(head, view, watch, head_only=method == "HEAD")
+        except Broken as exc:
+            raise self._broken(exc, bucket, key, None) from None
         except Stalled as exc:
             raise self._stalled(operation, exc, bucket, key, None) from None
-        finally:
-            if payload is not None and not done:
-                payload.abandon()  # (failed, stalled, or cut off by the time limit)
+        if resp.status not in ok:
+            code, message = self._error_fields(resp.body[:_MAX_ERROR_BODY_BYTES])
+            raise self._error(bucket, key, None, resp.status, code, message, resp.reason)
+        return resp.status, resp.headers, resp.body
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -650,9 +552,9 @@ class S3Client:
         status: int,
         code: str,
         message: str,
-        resp: aiohttp.ClientResponse | None = None,
+        status_reason: str = "",
     ) -> S3Error:
-        reason = message or (resp.reason if resp is not None and resp.reason else "") or "failed"
+        reason = message or status_reason or "failed"
         return S3Error(
             endpoint=self.endpoint.url,
             bucket=bucket,
@@ -663,44 +565,15 @@ class S3Client:
             reason=self._clean(reason),
         )
 
-    def _transport_error(
-        self, exc: aiohttp.ClientError, bucket: str, key: str, offset: int | None, got: int | None
-    ) -> S3Error:
-        """No (complete) answer: refused, reset, closed or a broken body."""
-        err = 0
-        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-            cause = exc.certificate_error
-            detail = getattr(cause, "verify_message", None) or cause
-            reason = (
-                f"the server's TLS certificate was not accepted: {detail}; for a private "
-                "CA, point SSL_CERT_FILE at its certificate"
-            )
-        elif isinstance(exc, aiohttp.ClientSSLError):  # (its errno is OpenSSL's, not the OS's)
-            reason = f"the TLS handshake failed: {getattr(exc.os_error, 'reason', None) or exc}"
-        elif isinstance(exc, aiohttp.ClientConnectorError):
-            err = exc.os_error.errno or 0
-            reason = f"cannot connect: {exc.os_error.strerror or exc.os_error}"
-        elif isinstance(exc, aiohttp.ServerDisconnectedError):
-            err = errno_mod.ECONNRESET
-            reason = "the server closed the connection without an answer"
-        elif isinstance(exc, aiohttp.ClientPayloadError):
-            err = errno_mod.ECONNRESET
-            after = "" if got is None else f" after {got} bytes"
-            reason = f"the connection broke in the response body{after}"
-        elif isinstance(exc, aiohttp.ClientResponseError):  # the answer could not be parsed
-            reason = f"a malformed answer: {' '.join(str(exc.message).split())}"
-        elif isinstance(exc, aiohttp.ClientOSError):
-            err = exc.errno or 0
-            reason = f"connection failed: {exc.strerror or exc}"
-        else:
-            reason = f"request failed: {type(exc).__name__}: {exc}"
+    def _broken(self, exc: Broken, bucket: str, key: str, offset: int | None) -> S3Error:
+        """No (complete) answer: refused, reset, closed, a broken body or a bad answer."""
         return S3Error(
             endpoint=self.endpoint.url,
             bucket=bucket,
             key=key,
             offset=offset,
-            errno=err,
-            reason=self._clean(reason),
+            errno=exc.errno,
+            reason=self._clean(exc.reason),
         )
 
     def _stalled(

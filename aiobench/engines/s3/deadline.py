@@ -111,6 +111,7 @@ class Watch:
 
     __slots__ = (
         "_cancelling",
+        "_judged",
         "_seen",
         "_since",
         "_task",
@@ -126,6 +127,7 @@ class Watch:
         self.sending: Callable[[], int] | None = None
         self.stalled = False
         self._seen = 0  # bytes moved when the window began
+        self._judged = 0  # bytes moved when the request was found stalled
         self._since = 0.0  # when it began (the loop's clock)
         self._task: asyncio.Task[object] | None = None
         self._cancelling = 0
@@ -153,6 +155,7 @@ class Watch:
             self._seen, self._since = moved, now
             return
         self.stalled = True
+        self._judged = moved
         self._watches.active.discard(self)
         assert self._task is not None
         self._task.cancel()
@@ -169,6 +172,7 @@ class Watch:
         assert self._task is not None
         # This watch cancelled the task: its cancellation is taken back, and raised as a
         # stall unless someone else cancelled the task too.
+        # (What moved as it was judged: ending the request may move the count again.)
         if self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
-            moved = self.moved
+            moved = self._judged
             raise Stalled(self._watches.timeout_s, moved, silent=moved == self._seen) from None

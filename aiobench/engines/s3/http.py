@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import errno as errno_mod
+import re
 import socket
 import ssl
 from time import perf_counter_ns
@@ -27,6 +28,8 @@ from aiobench.engines.s3.deadline import Watch
 _SCRATCH_BYTES = 256 << 10
 # Request bodies up to this size go in the same write as the head.
 _SMALL_BODY_BYTES = 64 << 10
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
+_TRANSFER_ENCODING = re.compile(rb"\r\ntransfer-encoding:", re.IGNORECASE)
 # How long closing a pool waits for its connections to go (TLS's goodbye), twice.
 _CLOSE_WAIT_S = 1.0
 # Larger ones are handed to the transport in slices of this size, with its flow control.
@@ -47,13 +50,13 @@ class Broken(Exception):
 
 class Headers:
     """A response's headers by case-insensitive name (repeated ones joined by ", "),
-    kept as they came (bytes) and decoded at the first look: most answers' headers are
-    never looked at."""
+    kept as the head came (bytes, checked by llhttp) and read at the first look: most
+    answers' headers are never looked at."""
 
-    __slots__ = ("_items", "raw")
+    __slots__ = ("_items", "head")
 
-    def __init__(self) -> None:
-        self.raw: list[tuple[bytes, bytes]] = []
+    def __init__(self, head: bytes = b"") -> None:
+        self.head = head  # status line and header lines, without the blank line
         self._items: dict[str, str] | None = None
 
     @property
@@ -61,9 +64,10 @@ class Headers:
         items = self._items
         if items is None:
             items = self._items = {}
-            for name, value in self.raw:
-                key = name.decode("latin-1").lower()
-                text = value.decode("latin-1")
+            for line in self.head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                key = name.decode("latin-1").strip().lower()
+                text = value.decode("latin-1").strip()
                 old = items.get(key)
                 items[key] = text if old is None else f"{old}, {text}"
         return items
@@ -87,16 +91,22 @@ class Response:
     of it). ``length`` is the Content-Length (-1: none); ``first_byte_ns`` when the first
     body byte (or, with no body, the head) arrived, on ``perf_counter_ns``'s clock."""
 
-    __slots__ = ("body", "first_byte_ns", "got", "headers", "length", "reason", "status")
+    __slots__ = ("body", "first_byte_ns", "got", "headers", "length", "status")
 
     def __init__(self) -> None:
         self.status = 0
-        self.reason = ""
         self.headers = Headers()
         self.body = b""
         self.got = 0
         self.length = -1
         self.first_byte_ns = 0
+
+    @property
+    def reason(self) -> str:
+        """The status line's reason phrase ("Not Found"; may be empty)."""
+        line = self.headers.head.partition(b"\r\n")[0]
+        parts = line.split(b" ", 2)
+        return parts[2].decode("latin-1").strip() if len(parts) > 2 else ""
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -111,6 +121,7 @@ class Connection(asyncio.BufferedProtocol):
         self.received = 0  # response bytes received (for the stall watch)
         self._scratch = memoryview(bytearray(_SCRATCH_BYTES))
         self._parser: httptools.HttpResponseParser | None = None
+        self._head: bytearray | None = None  # the answer's bytes while its head is read
         self._done: asyncio.Future[Response] | None = None
         self._drain: asyncio.Future[None] | None = None
         self._paused = False
@@ -181,8 +192,12 @@ class Connection(asyncio.BufferedProtocol):
         parser = self._parser
         if parser is None:
             parser = self._parser = httptools.HttpResponseParser(self)
+            self._head = bytearray()
+        data = self._scratch[:nbytes]
+        if self._head is not None:  # (until the head is whole)
+            self._head += data
         try:
-            parser.feed_data(self._scratch[:nbytes])
+            parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self._fail(Broken(0, f"a malformed answer: {' '.join(str(exc).split())}"))
             return
@@ -193,30 +208,28 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- httptools' callbacks ------------------------------------------------------------
 
-    def on_status(self, reason: bytes) -> None:
-        self._resp.reason += reason.decode("latin-1")
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._resp.headers.raw.append((name, value))
-
     def on_headers_complete(self) -> None:
         parser = self._parser
         assert parser is not None
         resp = self._resp
         status = parser.get_status_code()
+        raw = self._head
+        assert raw is not None
+        end = raw.find(b"\r\n\r\n")
         if status < 200:  # an interim answer (100 Continue, ...): the real one follows
             self._interim = True
-            resp.reason, resp.headers = "", Headers()
+            del raw[: end + 4]
             return
+        head = bytes(raw[:end])
+        self._head = None  # (the head is whole)
         resp.status = status
+        resp.headers = Headers(head)
         if not parser.should_keep_alive():
             self._keep = False
-        sized = True
-        for name, value in resp.headers.raw:  # (what framing needs, without decoding all)
-            if len(name) == 14 and name.lower() == b"content-length" and value.isdigit():
-                resp.length = int(value)
-            elif len(name) == 17 and name.lower() == b"transfer-encoding":
-                sized = False
+        # What framing needs, without reading every header (llhttp has checked them).
+        length = _CONTENT_LENGTH.search(head)
+        resp.length = int(length.group(1)) if length is not None else -1
+        sized = _TRANSFER_ENCODING.search(head) is None
         if self._head_only or status in (204, 304):
             self._finish()
             return

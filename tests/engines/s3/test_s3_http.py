@@ -183,3 +183,15 @@ async def test_at_most_max_connections_at_once() -> None:
         await asyncio.gather(*(c.delete_object("bench", f"k{n}") for n in range(12)))
     assert most == 3
     assert seen.connections == 3
+
+
+async def test_an_interim_answer_is_skipped_for_the_real_one() -> None:
+    async def reply(head: bytes, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await reader.readexactly(length_of(head))
+        w.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        w.write(b'HTTP/1.1 200 OK\r\nETag: "real"\r\nContent-Length: 0\r\n\r\n')
+
+    async with server(reply) as seen, client(seen.url) as c:
+        assert await c.put_object("bench", "k", memoryview(b"abc")) == '"real"'
+        assert await c.put_object("bench", "k", memoryview(b"abc")) == '"real"'
+    assert seen.connections == 1

@@ -215,18 +215,21 @@ def figures(
 
 
 def samples_of(aiobench: bool) -> dict[str, dict[str, dict[str, list[dict[str, float]]]]]:
-    """Three rounds: the bare loop at 1000 / 1100 / 900 ops/s, aiobench at 900 (0.9x) for
-    PUT and 800 (0.8x) for GET, its GET CPU 250 µs per request."""
+    """Three rounds: the floor at 1000 / 1100 / 900 ops/s and 1.6 s of CPU, the aiohttp
+    loop at 700 and 2.2 s, aiobench at 900 (0.9x) for PUT with 1.5 s and 800 (0.8x) for
+    GET with 300 µs per request (the start-up runs take 0.3 s)."""
     out: dict[str, dict[str, dict[str, list[dict[str, float]]]]] = {}
     for work in (SMALL, LARGE):
         n = 6002.0 if work is SMALL else 64.0 * 8
         size = work.size if work is SMALL else work.block
-        ref = [figures(r, 1.6, n, size, phase_cpu_s=1.0) for r in (1000, 1100, 900)]
+        floor = [figures(r, 1.6, n, size, phase_cpu_s=1.0) for r in (1000, 1100, 900)]
+        ref = [figures(700, 2.2, n, size, phase_cpu_s=1.5)] * 3
         aio = {
             "put": [figures(900, 1.5, n, size)] * 3,
-            "get": [figures(800, 0.3 + 6000 * 250e-6, n, size)] * 3,
+            "get": [figures(800, 0.3 + 6000 * 300e-6, n, size)] * 3,
         }
         out[work.key] = {
+            "floor": {"put": floor, "get": floor},
             "ref": {"put": ref, "get": ref},
             "aiobench": aio if aiobench else {"put": [], "get": []},
         }
@@ -236,7 +239,7 @@ def samples_of(aiobench: bool) -> dict[str, dict[str, dict[str, list[dict[str, f
 STARTUP = {
     f"{w} {t} {op}": [{"process_cpu_s": 0.3, "requests": 2.0, "bytes": 2.0 * 4096}]
     for w in ("4k", "64m")
-    for t in ("ref", "aiobench")
+    for t in ("floor", "ref", "aiobench")
     for op in ("put", "get")
 }
 
@@ -245,23 +248,34 @@ def test_targets_rows_ratios_and_the_cpu_target() -> None:
     rows = s3_summarise(samples_of(aiobench=True), startup_medians(STARTUP))
     put, get = rows[0], rows[1]
     assert (put["op"], get["op"]) == ("put", "get")
-    assert put["median"]["ref"] == 1000
+    assert put["median"]["floor"] == 1000 and put["median"]["ref"] == 700
     assert put["ratio"] == pytest.approx(0.9)
-    assert get["cpu_ns"]["aiobench"] == pytest.approx(250_000)
-    targets = {t["what"]: t for t in s3_targets(rows)}
+    assert put["ratio_ref"] == pytest.approx(900 / 700)
+    assert get["cpu_ns"]["aiobench"] == pytest.approx(300_000)
+    targets = {
+        t["what"]: t for t in s3_targets(rows) if t["reference_label"] != "bare aiohttp loop"
+    }
     assert targets["4 KiB PUT: ops/s"]["met"] is True
     assert targets["4 KiB GET: ops/s"]["met"] is False
-    cpu = targets["4 KiB GET: client CPU per request under 200 µs (uvloop)"]
-    assert cpu["reference"] == 200_000
-    assert cpu["ratio"] == pytest.approx(1.25)
-    assert cpu["met"] is False
+    put_cpu = targets["4 KiB PUT: client CPU per request"]
+    assert put_cpu["reference"] == pytest.approx(1.3 / 6000 * 1e9)  # the floor's
+    assert put_cpu["ratio"] == pytest.approx(1.2 / 1.3) and put_cpu["met"] is True
+    get_cpu = targets["4 KiB GET: client CPU per request"]
+    assert get_cpu["ratio"] == pytest.approx(1.8 / 1.3) and get_cpu["met"] is False
     assert targets["64 MiB PUT: MiB/s"]["target"] is None
     assert targets["64 MiB GET: client CPU per MiB"]["target"] is None
-    assert [t["met"] for t in targets.values() if t["target"] is not None] == [
-        True,
-        False,
-        False,
+    absolute = targets["64 MiB PUT: client CPU per MiB under 0.3 ms"]
+    assert absolute["reference"] == 300_000 and absolute["target"] == 1.0
+    assert [(w, t["met"]) for w, t in targets.items() if t["target"] is not None] == [
+        ("4 KiB PUT: ops/s", True),
+        ("4 KiB PUT: client CPU per request", True),
+        ("4 KiB GET: ops/s", False),
+        ("4 KiB GET: client CPU per request", False),
+        ("64 MiB PUT: client CPU per MiB under 0.3 ms", True),  # 1.2 s over 4 GiB
+        ("64 MiB GET: client CPU per MiB under 0.3 ms", False),  # 1.8 s over 4 GiB
     ]
+    aiohttp = [t for t in s3_targets(rows) if t["reference_label"] == "bare aiohttp loop"]
+    assert len(aiohttp) == 8 and all(t["target"] is None for t in aiohttp)
 
 
 def test_report_when_aiobench_failed_keeps_the_reference_figures(
@@ -271,7 +285,7 @@ def test_report_when_aiobench_failed_keeps_the_reference_figures(
     rows = s3_summarise(samples_of(aiobench=False), startup)
     targets = s3_targets(rows)
     assert all(t["met"] is None for t in targets)  # nothing to decide without aiobench
-    assert targets[0]["reference"] == 1000
+    assert targets[0]["reference"] == 1000  # the floor's
     meta: dict[str, Any] = {
         "date": "D",
         "host": "h",
@@ -293,10 +307,10 @@ def test_report_when_aiobench_failed_keeps_the_reference_figures(
             "repeats": 3,
             "aiobench_error": "exit 2: Error: No such option: --s3endpoints",
             "aiobench_event_loop": "?",
-            "pythons": {"ref": "3.11.7", "aiobench": ""},
+            "pythons": {"floor": "3.11.7", "ref": "3.11.7", "aiobench": ""},
             "startup": startup,
             "retried": 0,
-            "commands": {"ref": ["REF"], "aiobench": ["AIO"]},
+            "commands": {"floor": ["FLOOR"], "ref": ["REF"], "aiobench": ["AIO"]},
         },
     }
     print_s3_markdown(rows, meta)
@@ -304,16 +318,16 @@ def test_report_when_aiobench_failed_keeps_the_reference_figures(
     failed = [line for line in out.splitlines() if "aiobench: failed" in line]
     assert failed == [
         "- **aiobench: failed (exit 2: Error: No such option: --s3endpoints)**; "
-        "the bare loop's figures alone"
+        "the bare loops' figures alone"
     ]
-    assert "| 4 KiB objects | PUT | 1,000 ops/s | n/a | - |" in out
+    assert "| 4 KiB objects | PUT | 1,000 ops/s | 700 ops/s | n/a | - |" in out
     assert "n/a / " not in out  # an unmeasured figure is n/a alone, without a unit
     assert "Interpreters differ" not in out  # aiobench did not run: nothing to compare
-    meta["s3"]["pythons"] = {"ref": "3.11.7", "aiobench": "3.12.1"}
+    meta["s3"]["pythons"] = {"floor": "3.11.7", "ref": "3.11.7", "aiobench": "3.12.1"}
     print_s3_markdown(rows, meta)
     assert (
-        "- **Interpreters differ**: bare loop on Python 3.11.7, aiobench on 3.12.1"
-        in capsys.readouterr().out
+        "- **Interpreters differ**: bare floor loop 3.11.7, bare aiohttp + SigV4 loop 3.11.7, "
+        "aiobench 3.12.1" in capsys.readouterr().out
     )
     assert "Traceback" not in out
 
@@ -365,6 +379,6 @@ def test_s3_section_options() -> None:
 
 def test_without_start_up_runs_or_aiobench_runs_the_figures_are_nan() -> None:
     rows = s3_summarise(samples_of(aiobench=False), {})
-    assert math.isnan(rows[0]["cpu_ns"]["ref"])  # no start-up runs: no CPU figure
+    assert math.isnan(rows[0]["cpu_ns"]["floor"])  # no start-up runs: no CPU figure
     assert math.isnan(rows[0]["median"]["aiobench"])
     assert math.isnan(rows[0]["ratio"])

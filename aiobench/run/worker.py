@@ -44,11 +44,11 @@ from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
 # ends past its budget (or the time limit), so a run never overstays whatever the pace.
 TARGET_BATCH_NS = 50_000_000
 # A run on the event loop (an AsyncEngine's) costs the same ~0.1 ms to fold and account;
-# an S3 request takes milliseconds, so runs of 50 ms
-# would carry only a few of them and that cost would show in its CPU per request. Such
-# runs get longer budgets: the live line and intervals are then up to this late (each
+# an S3 request takes milliseconds, so runs of 50 ms would carry only a few of them and
+# that cost would show in its CPU per request (at 250 ms: ~10 % of a 4 KiB PUT's, #26).
+# Such runs get longer budgets: the live line and intervals are then up to this late (each
 # operation keeps its own end instant, so intervals stay exact).
-LOOP_BATCH_NS = 250_000_000
+LOOP_BATCH_NS = 1_000_000_000
 MAX_BATCH_OPS = 65_536
 # Operations handed over for the first run, before the pace is known; what the budget
 # leaves undone stays with the slot for its next run. First runs are made before the

@@ -56,6 +56,13 @@ class ListPage:
     next_token: str | None
 
 
+def _bytes_view(body: bytes | memoryview) -> memoryview:
+    """``body`` as a flat view of bytes (no new view where it is one already)."""
+    if isinstance(body, memoryview) and body.format == "B" and body.ndim == 1:
+        return body
+    return memoryview(body).cast("B")
+
+
 def _local(tag: str) -> str:
     """An XML tag without its namespace."""
     return tag.rpartition("}")[2]
@@ -185,7 +192,11 @@ class S3Client:
         self, bucket: str, key: str, body: memoryview, headers: dict[str, str] | None = None
     ) -> str:
         """PUT ``body`` as the object (with ``headers``: an ACL); returns its ETag."""
-        sent = {**self._upload_headers, **(headers or {}), **self.policy.checksum_headers(body)}
+        sent = dict(self._upload_headers)
+        if headers:
+            sent.update(headers)
+        if self.policy.checksum:
+            sent.update(self.policy.checksum_headers(body))
         _, got, _ = await self._call("PutObject", "PUT", bucket, key, body=body, headers=sent)
         return got.get("ETag", "")
 
@@ -499,7 +510,7 @@ class S3Client:
         """One request whose answer is read whole: (status, headers, body); ``operation`` is
         its name in S3's API, for messages."""
         sent = {} if headers is None else dict(headers)
-        view = None if body is None else memoryview(body).cast("B")
+        view = None if body is None else _bytes_view(body)
         if view is not None:
             sent["Content-Length"] = str(view.nbytes)
         elif method in ("PUT", "POST"):

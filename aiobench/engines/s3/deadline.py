@@ -73,6 +73,7 @@ class Watches:
         self.timeout_s = timeout_s
         self.active: set[Watch] = set()
         self._handle: asyncio.TimerHandle | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # (the one it is used on)
 
     def request(self) -> Watch:
         """A watch for one request, to enter in the task that makes it."""
@@ -81,7 +82,8 @@ class Watches:
     def started(self, watch: Watch) -> None:
         self.active.add(watch)
         if self._handle is None:
-            self._handle = asyncio.get_running_loop().call_later(self.timeout_s / LOOKS, self._look)
+            assert self.loop is not None
+            self._handle = self.loop.call_later(self.timeout_s / LOOKS, self._look)
 
     def _look(self) -> None:
         loop = asyncio.get_running_loop()
@@ -138,12 +140,16 @@ class Watch:
         return self.received + (self.sending() if self.sending is not None else 0)
 
     def __enter__(self) -> Watch:
-        task = asyncio.current_task()
+        watches = self._watches
+        loop = watches.loop
+        if loop is None:  # (the first request: a client serves one loop)
+            loop = watches.loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)
         if task is None:  # pragma: no cover - a programming error
             raise RuntimeError("Watch entered outside a task")
         self._task, self._cancelling = task, task.cancelling()
-        self._since = asyncio.get_running_loop().time()
-        self._watches.started(self)
+        self._since = loop.time()
+        watches.started(self)
         return self
 
     def look(self, now: float) -> None:

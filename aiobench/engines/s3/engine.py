@@ -401,7 +401,7 @@ class _Requests:
         self.shared = False  # MKBUCKETS: buckets for several users' credentials
         self.uploads = UploadSettings()
         self.op_kinds: dict[str, OpKindTally] = {}  # MIXED: S3Targets.op_kinds
-        self._rng = random.Random()  # --s3mpusizevar's part sizes
+        self._rng: random.Random | None = None  # --s3mpusizevar's part sizes (made once used)
         self.record = ListRecord()
         self.first_bytes: list[int] = []
         rate = job.options.rate_bytes_per_s
@@ -741,6 +741,8 @@ class _Requests:
             return await self._timed(client.upload_part(bucket, key, upload, number, body))
 
         try:
+            if self._rng is None:  # (seeding costs a getrandom call: not for every run)
+                self._rng = random.Random()
             parts = enumerate(uploads.part_sizes(size, block, self._rng), 1)
             etags = await self._in_flight(
                 [functools.partial(part, n, offset, length) for n, (offset, length) in parts]

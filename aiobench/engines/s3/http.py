@@ -48,6 +48,10 @@ class Broken(Exception):
         self.got = got
 
 
+# A header's pattern by the name asked for (a handful of names in all).
+_HEADER_PATTERNS: dict[str, re.Pattern[bytes]] = {}
+
+
 class Headers:
     """A response's headers by case-insensitive name (repeated ones joined by ", "),
     kept as the head came (bytes, checked by llhttp) and read at the first look: most
@@ -73,7 +77,18 @@ class Headers:
         return items
 
     def get(self, name: str, default: str = "") -> str:
-        return self.items.get(name.lower(), default)
+        if self._items is not None:
+            return self._items.get(name.lower(), default)
+        # One look (an ETag, a length): found in the head's bytes, none of the rest decoded
+        # (llhttp allows no space before a header's colon).
+        pattern = _HEADER_PATTERNS.get(name)
+        if pattern is None:
+            line = rb"\r\n" + re.escape(name.encode("latin-1")) + rb":[ \t]*([^\r]*)"
+            pattern = _HEADER_PATTERNS[name] = re.compile(line, re.IGNORECASE)
+        found = pattern.findall(self.head)
+        if not found:
+            return default
+        return ", ".join([value.decode("latin-1").strip() for value in found])
 
     def __getitem__(self, name: str) -> str:
         return self.items[name.lower()]
@@ -115,7 +130,8 @@ class Connection(asyncio.BufferedProtocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self.gone: asyncio.Future[None] = self._loop.create_future()
         self.reusable = True
         self.handed = 0  # request body bytes given to the transport
         self.received = 0  # response bytes received (for the stall watch)
@@ -350,7 +366,7 @@ class Connection(asyncio.BufferedProtocol):
         self._want = 0
         self._direct = self._interim = False
         self.handed = self.received = 0
-        done: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[Response] = self._loop.create_future()
         self._done = done
         self.reusable = False  # until the answer is whole
         self._keep = True  # unless the answer says otherwise or is not read whole
@@ -381,7 +397,7 @@ class Connection(asyncio.BufferedProtocol):
     ) -> None:
         """A large body in slices; stops early if the answer came first (an error) or
         the connection ended."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         for start in range(0, body.nbytes, _WRITE_SLICE_BYTES):
             if done.done() or self.closed:
                 return

@@ -139,6 +139,8 @@ def render(reports: list[dict[str, Any]], targets: list[str]) -> str:
                 f"{printable(where)}: removed {report['removed']} files and "
                 f"{report['folders']} of {len(targets)} hidden folders ({layout.HIDDEN})"
             )
+        elif several:
+            lines.append(f"{printable(where)}: nothing to remove there")
         lines += [f"{printable(where)}: left {printable(item)}" for item in report["left"]]
         lines += [f"Error: {printable(where)}: {printable(i)}" for i in report["errors"]]
     if not any(r["removed"] or r["folders"] for r in reports):

@@ -57,7 +57,7 @@ def start(req: Request) -> list[str]:
         if req.write:
             for target in plan["targets"]:
                 _make_hidden(target)
-        direct, direct_why = _direct(req, plan["targets"], plan["block_bytes"])
+        direct, direct_why = _direct(req, plan)
         plan |= {"direct": direct, "direct_why": direct_why}
         _spawn(req.statedir, previous, plan, lock)
     finally:
@@ -174,16 +174,17 @@ def _make_hidden(target: str) -> None:
         os.close(fd)
 
 
-def _direct(req: Request, targets: list[str], block_bytes: int) -> tuple[bool, str]:
+def _direct(req: Request, plan: dict[str, Any]) -> tuple[bool, str]:
     """Whether the run uses O_DIRECT, and why."""
+    targets: list[str] = plan["targets"]
     if req.direct is not None:
         return req.direct, "as asked" if req.direct else "--nodirect"
-    if block_bytes % DIRECT_ALIGN:
+    if plan["block_bytes"] % DIRECT_ALIGN:
         return False, f"the block size is no multiple of {DIRECT_ALIGN} bytes"
     for target in targets:
         if not _takes_direct(layout.hidden_dir(target) if req.write else target):
             return False, f"the filesystem of {printable(target)} does not take it"
-    hosts = " on this host" if req.hosts else ""
+    hosts = " on this host" if plan["hosts"] else ""
     return True, f"every target's filesystem takes it{hosts}; the page cache is bypassed"
 
 

@@ -70,14 +70,18 @@ def _going_on(statedir: str, current: dict[str, Any]) -> bool:
 
 
 def host_names(current: dict[str, Any], result: dict[str, Any] | None) -> list[str]:
-    """One name per host of the run (its rank in brackets when there are several)."""
+    """One name per host of the run: as given to --hosts, with its rank (and the name it
+    calls itself, once the result says and when that differs)."""
     hosts = current.get("hosts")
     if not hosts:
         return [socket.gethostname()]
     mpi = (result or {}).get("meta", {}).get("mpi") or {}
     real = mpi.get("hosts") if isinstance(mpi.get("hosts"), list) else None
-    names = real if real and len(real) == len(hosts) else hosts
-    return [f"{name} [rank {rank}]" for rank, name in enumerate(names)]
+    names = []
+    for rank, name in enumerate(hosts):
+        own = real[rank] if real and len(real) == len(hosts) else name
+        names.append(f"{name} [rank {rank}]" if own == name else f"{name} ({own}) [rank {rank}]")
+    return names
 
 
 def host_status(

@@ -38,6 +38,7 @@ from aiobench.render import stdio
 from aiobench.render.stdio import guard_standard_streams
 from aiobench.run import interrupts
 from aiobench.run.coordinator import abort_job, launch_rank
+from aiobench.storagebench.command import storagebench as storagebench_command
 from aiobench.text import printable
 
 # The rest (numpy, the engines, the renderers) is imported where a command needs it, so
@@ -489,6 +490,7 @@ def plot(
 
 
 tools.command("check", cls=_PlainCommand)(check_command)
+tools.command("storagebench", cls=_PlainCommand)(storagebench_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -30,6 +30,7 @@ COMMANDS = (
     ("show", "RUN.json", "The result table of a saved --json run again."),
     ("compare", "A.json B.json", "Per phase and metric the ratio B/A, and the noise."),
     ("plot", "RUN.json -o FILE.png", "Throughput and latency over time as a PNG."),
+    ("storagebench", "--write PATH...", "BeeGFS storagebench: in the background, --status."),
 )
 COMMAND_NAMES = tuple(name for name, _, _ in COMMANDS)
 EXAMPLES = (

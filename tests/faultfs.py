@@ -5,13 +5,14 @@ process that uses the mount: a process serving its own mount can deadlock on it.
 
     python3 tests/faultfs.py BACKING MOUNTPOINT [--eio-offset N] [--eio-file REL]
         [--eio-ops read,write] [--eio-create-n N] [--eio-mkdir-n N] [--eio-open-n N]
-        [--errno EIO|ENOSPC]
+        [--errno EIO|ENOSPC] [--delay-ms MS]
 
 It mounts with ``direct_io`` so every read and write of the application reaches it with
 the application's offset (nothing is answered from or gathered in the page cache), and
 with zero attribute and entry timeouts so changes made in BACKING show at once. It runs
 single-threaded: the n-th create is then the n-th the kernel sent, whatever the order of
-the caller's threads. It stays in the foreground until the mount is unmounted.
+the caller's threads (so ``--delay-ms``, a pause before each read and write, makes the whole
+mount slow: a slow target). It stays in the foreground until the mount is unmounted.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import errno
 import os
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +67,7 @@ class Faults:
     mkdir_n: int | None = None  # the n-th mkdir fails
     open_n: int | None = None  # the n-th open of an existing file fails (from the n-th on)
     errno: int = errno.EIO
+    delay_ms: int = 0  # a pause before each read and write: a slow device
 
 
 class FaultFs:
@@ -197,11 +200,17 @@ class FaultFs:
         self._fail_if(self.faults.open_n is not None and self.opens >= self.faults.open_n)
         return os.open(self._real(path), (flags & ~_NOT_PASSED_ON) | os.O_CLOEXEC)
 
+    def _pause(self) -> None:
+        if self.faults.delay_ms:
+            time.sleep(self.faults.delay_ms / 1000)
+
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        self._pause()
         self._fail_if(self._touches_fault("read", path, offset, size))
         return os.pread(fh, size, offset)
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
+        self._pause()
         self._fail_if(self._touches_fault("write", path, offset, len(data)))
         return os.pwrite(fh, data, offset)
 
@@ -229,6 +238,7 @@ def parse_args(argv: list[str]) -> tuple[str, str, Faults]:
     parser.add_argument("--eio-mkdir-n", type=int)
     parser.add_argument("--eio-open-n", type=int)
     parser.add_argument("--errno", default="EIO", choices=("EIO", "ENOSPC"))
+    parser.add_argument("--delay-ms", type=int, default=0)
     args = parser.parse_args(argv)
     ops = frozenset(args.eio_ops.split(","))
     if not ops <= {"read", "write"}:
@@ -241,6 +251,7 @@ def parse_args(argv: list[str]) -> tuple[str, str, Faults]:
         mkdir_n=args.eio_mkdir_n,
         open_n=args.eio_open_n,
         errno=getattr(errno, args.errno),
+        delay_ms=args.delay_ms,
     )
     return args.backing, args.mountpoint, faults
 

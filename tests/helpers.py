@@ -351,11 +351,12 @@ class FaultFs:
         eio_mkdir_n: int | None = None,
         eio_open_n: int | None = None,
         errno_name: str = "EIO",
+        delay_ms: int = 0,
     ) -> Path:
         """A new mount whose reads/writes touching byte ``eio_offset`` of ``eio_file``
         (relative to the mount; None: any file), whose ``eio_create_n``-th file creation,
         ``eio_mkdir_n``-th mkdir and ``eio_open_n``-th and later opens of existing files
-        fail with ``errno_name``."""
+        fail with ``errno_name``; each read and write waits ``delay_ms`` first."""
         index = len(self.mounts)
         backing = self.backing_root / f"fs{index}"
         mnt = self.workdir / f"faultfs{index}"
@@ -369,6 +370,7 @@ class FaultFs:
             ("--eio-create-n", eio_create_n),
             ("--eio-mkdir-n", eio_mkdir_n),
             ("--eio-open-n", eio_open_n),
+            ("--delay-ms", delay_ms or None),
         ):
             if value is not None:
                 cmd += [flag, str(value)]

@@ -101,6 +101,7 @@ def test_the_commands_have_their_own_panel_before_the_options(
         "show",
         "compare",
         "plot",
+        "storagebench",
     ]
     assert after.startswith("  Each has its own --help (aiobench check --help).")
     assert "  check DIR " in panel and "  plot RUN.json -o FILE.png " in panel
@@ -123,6 +124,7 @@ def test_duration_options_say_what_they_take(capsys: pytest.CaptureFixture[str])
         ("show", "aiobench show [OPTIONS] RUN.json"),
         ("compare", "aiobench compare [OPTIONS] A.json B.json"),
         ("plot", "aiobench plot [OPTIONS] RUN.json"),
+        ("storagebench", "aiobench storagebench [OPTIONS] [PATH]..."),
     ],
 )
 def test_subcommand_help_names_its_arguments_plainly(
@@ -140,7 +142,7 @@ def test_plain_aiobench_says_how_to_use_it(run_cli: RunCli, tmp_path: Path) -> N
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (
         "Usage: aiobench [OPTIONS] [PATH]...\n"
-        "       aiobench COMMAND [ARGS]...  (check, show, compare, plot)\n"
+        "       aiobench COMMAND [ARGS]...  (check, show, compare, plot, storagebench)\n"
         "Try 'aiobench --help' for the options, the commands and examples.\n"
     )
     assert list(tmp_path.iterdir()) == []

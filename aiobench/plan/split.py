@@ -34,7 +34,16 @@ class StreamOrder:
     backward: bool = False
     loop: bool = False  # --infloop
     rwmixpct: int | None = None  # of the write phase
+    randalgo: str | None = None  # --randalgo (None: PCG64, writes a full-coverage order)
+    rwmixthr: int | None = None  # --rwmixthr: the first N thread ranks read in the write phase
 
     def rwmix_pct(self, kind: PhaseKind) -> int | None:
         """--rwmixpct of a phase of ``kind``: only the write phase mixes in reads."""
         return self.rwmixpct if kind == WRITE else None
+
+    def reader_thread(self, kind: PhaseKind, rank: int) -> bool | None:
+        """--rwmixthr: whether thread ``rank`` reads (True) or writes (False) in a phase of
+        ``kind``; None without it, or outside the write phase."""
+        if self.rwmixthr is None or kind != WRITE:
+            return None
+        return rank < self.rwmixthr

@@ -44,6 +44,7 @@ from aiobench.kinds import (
     PhaseKind,
 )
 from aiobench.plan.ranks import offset
+from aiobench.plan.slots import phase_title
 from aiobench.plan.targets import Resolved, Targets, filesystem_type
 from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
@@ -99,7 +100,7 @@ def skipped_note(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> str
         return None
     last = result.phases[-1]
     layout = resolved.layout
-    names = [layout.phase_name(kind, cfg.rwmixpct) for kind in phase_kinds(cfg, resolved)]
+    names = [phase_title(cfg, layout, kind) for kind in phase_kinds(cfg, resolved)]
     if not last.time_limited or last.name not in names:
         return None
     left = names[names.index(last.name) + 1 :]

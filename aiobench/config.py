@@ -436,7 +436,7 @@ class BenchConfig:
         None,
         "--rwmixthrpct",
         help="With --rwmixthr and --infloop: keep the reads at PCT % of all operations "
-        "(the reader or writer threads that run ahead wait).",
+        "(elbencho's rate balance; only 0, no balance, is implemented yet).",
         panel=WORKLOAD,
         cli_type=int | None,
         metavar="PCT",
@@ -2073,4 +2073,9 @@ def _check_randalgo_rwmixthr(cfg: BenchConfig, path_type: PathType | None) -> No
     if pct and not cfg.infloop:
         raise ConfigError(
             "--rwmixthrpct: needs --infloop (the threads held back would run dry otherwise)"
+        )
+    if pct:
+        raise ConfigError(
+            "--rwmixthrpct: the read/write rate balance is not implemented yet; "
+            "without it (or with 0) the readers and writers run at their own pace"
         )

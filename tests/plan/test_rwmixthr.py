@@ -1,0 +1,74 @@
+"""--rwmixthr: reader threads in the write phase, elbencho's MIX-T<N> (#24)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+from aiobench.engines.verify import pattern
+from aiobench.results.schema import load_schema
+from tests.helpers import RunCli
+
+SALT = 0x0BAD_CAFE_0000_0003
+BLOCK = 4096
+BLOCKS = 2048
+
+
+def _json(run_cli: RunCli, *args: str) -> dict[str, Any]:
+    proc = run_cli(*args, "--nolive", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    Draft202012Validator(load_schema()).validate(doc)
+    return doc
+
+
+def test_one_reader_and_one_writer_thread(tmp_path: Path, run_cli: RunCli) -> None:
+    """-t 2 --rwmixthr 1: thread 0 reads its half (the pattern stays there), thread 1
+    rewrites its half; the phase shows the reads apart."""
+    target = tmp_path / "f"
+    common = ("-b", "4k", "-s", str(BLOCKS * BLOCK), "-t", "2", str(target))
+    _json(run_cli, "-w", "--verify", str(SALT), *common)
+    doc = _json(run_cli, "-w", "--rwmixthr", "1", *common)
+
+    data = target.read_bytes()
+    kept = [
+        data[b * BLOCK : (b + 1) * BLOCK] == pattern(b * BLOCK, BLOCK, SALT) for b in range(BLOCKS)
+    ]
+    half = BLOCKS // 2
+    assert all(kept[:half]) and not any(kept[half:])
+
+    phase = doc["phases"][0]
+    assert phase["phase"] == "MIX-T1"
+    last = phase["last_done"]
+    assert last["read"]["ops"] == half and last["write"]["ops"] == half
+    assert last["read"]["bytes"] == half * BLOCK
+    assert phase["latency"]["read"]["count"] == half
+
+
+def test_the_table_shows_the_read_rows(tmp_path: Path, run_cli: RunCli) -> None:
+    target = tmp_path / "f"
+    common = ("-b", "4k", "-s", "1m", "-t", "2", "--nolive", str(target))
+    assert run_cli("-w", *common).returncode == 0
+    proc = run_cli("-w", "--rwmixthr", "1", *common)
+    assert proc.returncode == 0, proc.stderr
+    assert "MIX-T1" in proc.stdout
+    assert "IOPS read" in proc.stdout and "IOPS write" in proc.stdout
+
+
+def test_bad_uses_are_one_error_line(tmp_path: Path, run_cli: RunCli) -> None:
+    target = str(tmp_path / "f")
+    cases = [
+        (("-r", "--rwmixthr", "1"), "Error: --rwmixthr: only applies with -w"),
+        (("-w", "--rwmixthr", "1", "--rwmixpct", "5"), "Error: --rwmixthr: cannot be combined"),
+        (("-w", "--rwmixthrpct", "10"), "Error: --rwmixthrpct: only applies with --rwmixthr"),
+        (("-w", "--rwmixthr", "1", "--rwmixthrpct", "101"), "Error: --rwmixthrpct: must be"),
+        (("-w", "--rwmixthr", "1", "--rwmixthrpct", "10"), "Error: --rwmixthrpct: needs --infl"),
+    ]
+    for args, line in cases:
+        proc = run_cli(*args, "-s", "1m", "-t", "2", target)
+        assert proc.returncode == 2, args
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(line), (args, lines)

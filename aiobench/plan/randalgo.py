@@ -26,6 +26,7 @@ _BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio, odd
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
+_S11, _S27, _S30, _S31 = (np.uint64(n) for n in (11, 27, 30, 31))
 
 
 class IntSource(Protocol):
@@ -45,30 +46,25 @@ class GoldenWeyl:
         self._steps = np.arange(1, 4097, dtype=np.uint64) * _GOLDEN
 
     def raw(self, count: int) -> npt.NDArray[np.uint64]:
-        """The next ``count`` 64-bit values."""
-        out = np.empty(count, dtype=np.uint64)
-        done = 0
-        with np.errstate(over="ignore"):
-            while done < count:
-                step = min(count - done, self._steps.size)
-                x = self._steps[:step] + self.state
-                self.state = x[-1]
-                x ^= x >> np.uint64(30)
-                x *= _MIX1
-                x ^= x >> np.uint64(27)
-                x *= _MIX2
-                x ^= x >> np.uint64(31)
-                out[done : done + step] = x
-                done += step
-        return out
+        """The next ``count`` 64-bit values (uint64 arrays wrap around, no warning)."""
+        if count > self._steps.size:
+            return np.concatenate([self.raw(self._steps.size), self.raw(count - self._steps.size)])
+        x = self._steps[:count] + self.state
+        self.state = x[-1]
+        x ^= x >> _S30
+        x *= _MIX1
+        x ^= x >> _S27
+        x *= _MIX2
+        x ^= x >> _S31
+        return x
 
     def integers(
         self, low: int, high: int, size: int, dtype: type[np.int64] = np.int64
     ) -> npt.NDArray[np.int64]:
-        """``size`` integers in ``[low, high)``."""
-        unit = (self.raw(size) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
-        values = np.floor(unit * (high - low)).astype(dtype) + low
-        return np.minimum(values, high - 1)
+        """``size`` integers in ``[low, high)``: the top 53 bits scaled to the span."""
+        values = ((self.raw(size) >> _S11) * ((high - low) / (1 << 53))).astype(dtype)
+        np.minimum(values, high - low - 1, out=values)
+        return values + low if low else values
 
 
 def offset_source(algo: str, seed: np.random.SeedSequence) -> IntSource:

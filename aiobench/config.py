@@ -436,7 +436,7 @@ class BenchConfig:
         None,
         "--rwmixthrpct",
         help="With --rwmixthr and --infloop: keep the reads at PCT % of all operations "
-        "(elbencho's rate balance; only 0, no balance, is implemented yet).",
+        "of the bytes (elbencho's balance: the side that runs ahead waits; 0: none).",
         panel=WORKLOAD,
         cli_type=int | None,
         metavar="PCT",
@@ -2074,8 +2074,8 @@ def _check_randalgo_rwmixthr(cfg: BenchConfig, path_type: PathType | None) -> No
         raise ConfigError(
             "--rwmixthrpct: needs --infloop (the threads held back would run dry otherwise)"
         )
-    if pct:
+    if pct and not 0 < cfg.rwmixthr < cfg.threads:
         raise ConfigError(
-            "--rwmixthrpct: the read/write rate balance is not implemented yet; "
-            "without it (or with 0) the readers and writers run at their own pace"
+            "--rwmixthrpct: needs reader and writer threads (--rwmixthr between 1 and "
+            f"-t minus 1, got {cfg.rwmixthr} of {cfg.threads})"
         )

@@ -32,6 +32,7 @@ def stream_order(cfg: BenchConfig) -> StreamOrder:
         rwmixpct=cfg.rwmixpct,
         randalgo=cfg.randalgo,
         rwmixthr=cfg.rwmixthr,
+        rwmixthrpct=cfg.rwmixthrpct,
     )
 
 

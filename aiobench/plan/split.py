@@ -36,6 +36,7 @@ class StreamOrder:
     rwmixpct: int | None = None  # of the write phase
     randalgo: str | None = None  # --randalgo (None: PCG64, writes a full-coverage order)
     rwmixthr: int | None = None  # --rwmixthr: the first N thread ranks read in the write phase
+    rwmixthrpct: int | None = None  # --rwmixthrpct: the reads' share of the bytes, balanced
 
     def rwmix_pct(self, kind: PhaseKind) -> int | None:
         """--rwmixpct of a phase of ``kind``: only the write phase mixes in reads."""

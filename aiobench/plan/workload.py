@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from aiobench.kinds import READ, WRITE, PhaseKind, phase_name
 from aiobench.plan.randalgo import IntSource, offset_source
+from aiobench.plan.rwbalance import RwBalance
 from aiobench.plan.split import StreamOrder, ThreadSplit
 
 IntArray = npt.NDArray[np.int64]
@@ -103,6 +104,7 @@ class Layout:
         else:
             parts = self.slices(split.slices)[mine.start : mine.stop]
         counts = ops_per_thread(self, parts, split.slices, order.rand, order.randamount_bytes)
+        balance = stream_balance(order, kind, split.ids, self.block_size)
         return [
             OpStream(
                 layout=self,
@@ -117,6 +119,7 @@ class Layout:
                 loop=order.loop,
                 mix=stream_mix(order, kind, rank),
                 draw=offsets_rng(order, phase_index, rank),
+                balance=balance,
             )
             for rank, part, count in zip(split.ids, parts, counts, strict=True)
         ]
@@ -132,6 +135,16 @@ def offsets_rng(order: StreamOrder, phase_index: int, rank: int) -> IntSource | 
     if order.randalgo is None or not order.rand:
         return None
     return offset_source(order.randalgo, np.random.SeedSequence([order.seed, phase_index, rank]))
+
+
+def stream_balance(
+    order: StreamOrder, kind: PhaseKind, ranks: range, block_size: int
+) -> RwBalance | None:
+    """--rwmixthrpct: the balance of this process's reader and writer threads (None: none)."""
+    if not order.rwmixthrpct or kind != WRITE or order.rwmixthr is None:
+        return None
+    readers = len([rank for rank in ranks if rank < order.rwmixthr])
+    return RwBalance(order.rwmixthrpct, readers, len(ranks) - readers, block_size)
 
 
 def stream_mix(order: StreamOrder, kind: PhaseKind, rank: int) -> RwMix | None:
@@ -303,6 +316,7 @@ class OpStream:
         loop: bool = False,
         mix: RwMix | None = None,
         draw: IntSource | None = None,
+        balance: RwBalance | None = None,
     ) -> None:
         """``part`` holds the thread's blocks ``first + i*stride`` for ``i < blocks``;
         ``backward`` visits them from the last to the first. With ``loop`` (--infloop) the
@@ -321,6 +335,9 @@ class OpStream:
         self.passes = 0  # completed passes over the thread's work (--infloop)
         self.taken = 0  # operations handed out in all passes
         self.rng = rng
+        # --rwmixthrpct: the balance this thread waits on (a reader: its mix reads all).
+        self.balance = balance
+        self.reader = mix is not None and mix.pct == 100
         # Where random offsets come from: --randalgo's generator, else ``rng``.
         self.draw: IntSource = draw if draw is not None else rng
         # Random writes visit every block once, aligned or not (unaligned ones shifted inside
@@ -342,6 +359,11 @@ class OpStream:
         count = min(count, self.remaining)
         if count <= 0:
             return None
+        granted = 0
+        if self.balance is not None:
+            count = granted = self.balance.acquire(self.reader, count)
+            if not count:
+                return None  # the phase ended while the thread waited
         if self.rand:
             run = self._random(count)
         elif self.backward or self.stride > 1:
@@ -349,6 +371,8 @@ class OpStream:
         else:
             run = self._sequential(count)
         run = dataclasses.replace(run, first_seq=self.taken, mix=self.mix)
+        if granted > len(run) and self.balance is not None:
+            self.balance.refund(self.reader, granted - len(run))
         self.issued += len(run)
         self.taken += len(run)
         if self.loop and self.issued == self.total_ops:

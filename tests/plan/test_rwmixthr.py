@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engines.verify import pattern
@@ -48,6 +49,23 @@ def test_one_reader_and_one_writer_thread(tmp_path: Path, run_cli: RunCli) -> No
     assert phase["latency"]["read"]["count"] == half
 
 
+@pytest.mark.parametrize(("pct", "extra"), [(20, ()), (75, ("-t", "3", "--iodepth", "2"))])
+def test_the_balance_holds_the_reads_share_of_the_bytes(
+    tmp_path: Path, run_cli: RunCli, pct: int, extra: tuple[str, ...]
+) -> None:
+    """--rwmixthrpct: over a timed --infloop phase the reads are PCT % of the bytes moved
+    (without it the reader runs at its own pace: tested apart below)."""
+    target = tmp_path / "f"
+    common = ("-b", "4k", "-s", "4m", "-t", "2", *extra, str(target))
+    _json(run_cli, "-w", *common)
+    timed = ("-w", "--infloop", "--timelimit", "1", "--rwmixthr", "1", *common)
+    doc = _json(run_cli, *timed, "--rwmixthrpct", str(pct))
+    last = doc["phases"][0]["last_done"]
+    read, write = last["read"]["bytes"], last["write"]["bytes"]
+    assert read > 0 and write > 0
+    assert abs(100 * read / (read + write) - pct) < 2, (read, write)
+
+
 def test_the_table_shows_the_read_rows(tmp_path: Path, run_cli: RunCli) -> None:
     target = tmp_path / "f"
     common = ("-b", "4k", "-s", "1m", "-t", "2", "--nolive", str(target))
@@ -66,6 +84,10 @@ def test_bad_uses_are_one_error_line(tmp_path: Path, run_cli: RunCli) -> None:
         (("-w", "--rwmixthrpct", "10"), "Error: --rwmixthrpct: only applies with --rwmixthr"),
         (("-w", "--rwmixthr", "1", "--rwmixthrpct", "101"), "Error: --rwmixthrpct: must be"),
         (("-w", "--rwmixthr", "1", "--rwmixthrpct", "10"), "Error: --rwmixthrpct: needs --infl"),
+        (
+            ("-w", "--infloop", "--rwmixthr", "2", "--rwmixthrpct", "10"),
+            "Error: --rwmixthrpct: needs r",
+        ),
     ]
     for args, line in cases:
         proc = run_cli(*args, "-s", "1m", "-t", "2", target)

@@ -124,7 +124,7 @@ def randamount_notes(cfg: BenchConfig, resolved: Resolved, result: RunResult) ->
     if not (cfg.rand and cfg.phase_limit_ns) or cfg.infloop:
         return []
     layout = resolved.layout
-    random = {layout.phase_name(READ), layout.phase_name(WRITE, cfg.rwmixpct)}
+    random = {layout.phase_name(READ), phase_title(cfg, layout, WRITE)}
     default = "" if cfg.randamount_bytes is not None else ", by default the files' size"
     notes: dict[str, str] = {}
     for phase in result.phases:

@@ -94,3 +94,21 @@ def test_bad_uses_are_one_error_line(tmp_path: Path, run_cli: RunCli) -> None:
         assert proc.returncode == 2, args
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(line), (args, lines)
+
+
+def test_reader_threads_need_the_file_and_the_dry_run_says_so(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    target = tmp_path / "f"
+    args = ("-w", "-b", "4k", "-s", "1m", "-t", "2", "--rwmixthr", "1", str(target))
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"Error: {target}: does not exist; --rwmixthr reads while it writes, so write the "
+        "file first (-w without --rwmixthr)"
+    ]
+    assert not target.exists()
+    assert run_cli("-w", "-b", "4k", "-s", "1m", str(target)).returncode == 0
+    proc = run_cli(*args, "--dryrun")
+    assert proc.returncode == 0, proc.stderr
+    assert "MIX-T1" in proc.stdout and "1 of the 2 threads reading" in proc.stdout

@@ -112,7 +112,9 @@ class Layout:
                 total_ops=count,
                 rand=order.rand,
                 aligned=order.aligned,
-                permute=kind == WRITE and order.randalgo is None,
+                permute=kind == WRITE
+                and order.randalgo is None
+                and not order.reader_thread(kind, rank),
                 rng=stream_rng(order, phase_index, rank),
                 backward=order.backward,
                 stride=stride,

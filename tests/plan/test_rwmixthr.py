@@ -10,6 +10,9 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engines.verify import pattern
+from aiobench.kinds import WRITE
+from aiobench.plan.split import StreamOrder, ThreadSplit
+from aiobench.plan.workload import Layout
 from aiobench.results.schema import load_schema
 from tests.helpers import RunCli
 
@@ -112,3 +115,20 @@ def test_reader_threads_need_the_file_and_the_dry_run_says_so(
     proc = run_cli(*args, "--dryrun")
     assert proc.returncode == 0, proc.stderr
     assert "MIX-T1" in proc.stdout and "1 of the 2 threads reading" in proc.stdout
+
+
+def test_random_readers_draw_as_a_read_phase_and_writers_cover() -> None:
+    """elbencho runs a reader thread as a read phase: --rand draws its offsets (repeats
+    allowed), while a writer thread still visits each block of its share once."""
+    layout = Layout((BLOCKS * BLOCK,), BLOCK)
+    order = StreamOrder(seed=3, rand=True, rwmixthr=1)
+    reader, writer = layout.streams(WRITE, 0, order, ThreadSplit.alone(2))
+    seen = []
+    for stream in (reader, writer):
+        offsets: list[int] = []
+        while (run := stream.take(100)) is not None:
+            offsets.extend(run.offsets)
+        seen.append(offsets)
+    assert len(seen[0]) == len(seen[1]) == BLOCKS // 2
+    assert len(set(seen[0])) < len(seen[0])
+    assert sorted(seen[1]) == [b * BLOCK for b in range(BLOCKS // 2, BLOCKS)]

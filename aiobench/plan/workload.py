@@ -114,12 +114,12 @@ class Layout:
                 aligned=order.aligned,
                 permute=kind == WRITE
                 and order.randalgo is None
-                and not order.reader_thread(kind, rank),
+                and not order.reader_thread(kind, rank - split.ids.start),
                 rng=stream_rng(order, phase_index, rank),
                 backward=order.backward,
                 stride=stride,
                 loop=order.loop,
-                mix=stream_mix(order, kind, rank),
+                mix=stream_mix(order, kind, rank, rank - split.ids.start),
                 draw=offsets_rng(order, phase_index, rank),
                 balance=balance,
             )
@@ -145,14 +145,15 @@ def stream_balance(
     """--rwmixthrpct: the balance of this process's reader and writer threads (None: none)."""
     if not order.rwmixthrpct or kind != WRITE or order.rwmixthr is None:
         return None
-    readers = len([rank for rank in ranks if rank < order.rwmixthr])
+    readers = min(order.rwmixthr, len(ranks))  # (the first N threads of each process)
     return RwBalance(order.rwmixthrpct, readers, len(ranks) - readers, block_size)
 
 
-def stream_mix(order: StreamOrder, kind: PhaseKind, rank: int) -> RwMix | None:
-    """Which operations of thread ``rank`` read: --rwmixpct's rule, or with --rwmixthr all
-    of a reader thread's (pct 100) and none of a writer's (pct 0)."""
-    reader = order.reader_thread(kind, rank)
+def stream_mix(order: StreamOrder, kind: PhaseKind, rank: int, local: int) -> RwMix | None:
+    """Which operations of thread ``rank`` (the ``local``-th of its process) read:
+    --rwmixpct's rule, or with --rwmixthr all of a reader thread's (pct 100) and none of a
+    writer's (pct 0)."""
+    reader = order.reader_thread(kind, local)
     if reader is not None:
         return RwMix(100 if reader else 0, rank)
     pct = order.rwmix_pct(kind)

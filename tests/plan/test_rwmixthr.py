@@ -14,7 +14,7 @@ from aiobench.kinds import WRITE
 from aiobench.plan.split import StreamOrder, ThreadSplit
 from aiobench.plan.workload import Layout
 from aiobench.results.schema import load_schema
-from tests.helpers import RunCli
+from tests.helpers import RunCli, mpirun, needs_mpi
 
 SALT = 0x0BAD_CAFE_0000_0003
 BLOCK = 4096
@@ -132,3 +132,26 @@ def test_random_readers_draw_as_a_read_phase_and_writers_cover() -> None:
     assert len(seen[0]) == len(seen[1]) == BLOCKS // 2
     assert len(set(seen[0])) < len(seen[0])
     assert sorted(seen[1]) == [b * BLOCK for b in range(BLOCKS // 2, BLOCKS)]
+
+
+@needs_mpi
+def test_over_mpi_each_process_has_its_own_readers(tmp_path: Path, run_cli: RunCli) -> None:
+    """elbencho's N readers are per host: mpirun -n 2 -t 2 --rwmixthr 1 has thread ranks 0
+    and 2 reading (the 1st and 3rd quarter keep the pattern), 1 and 3 writing."""
+    target = tmp_path / "f"
+    common = ("-b", "4k", "-s", str(BLOCKS * BLOCK), "-t", "2", "--nolive", str(target))
+    made = run_cli("-w", "--verify", str(SALT), "-t", "4", *common[:-4], str(target))
+    assert made.returncode == 0, made.stderr
+    proc = mpirun(2, "-w", "--rwmixthr", "1", "--json", "-", *common)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    data = target.read_bytes()
+    kept = [
+        data[b * BLOCK : (b + 1) * BLOCK] == pattern(b * BLOCK, BLOCK, SALT) for b in range(BLOCKS)
+    ]
+    quarter = BLOCKS // 4
+    for q in range(4):
+        assert set(kept[q * quarter : (q + 1) * quarter]) == {q % 2 == 0}, q
+    last = doc["phases"][0]["last_done"]
+    assert doc["phases"][0]["phase"] == "MIX-T1"
+    assert last["read"]["ops"] == last["write"]["ops"] == BLOCKS // 2

@@ -424,8 +424,9 @@ class BenchConfig:
     rwmixthr: int | None = option(  # of the -t threads, this many read in the write phase
         None,
         "--rwmixthr",
-        help="With -w: the first N of the -t threads read instead of write (their own "
-        "share of the files, which must exist with their full size); the phase is named "
+        help="With -w: the first N of the -t threads (of each host) read instead of "
+        "write (their own share of the files, which must exist with their full size); "
+        "the phase is named "
         "MIX-T<N>, its reads shown apart as --rwmixpct's are.",
         panel=WORKLOAD,
         cli_type=int | None,

@@ -399,6 +399,51 @@ class BenchConfig:
         metavar="PCT",
         shown="off",
     )
+    # --- elbencho's generator choices and reader threads (--randalgo, --blockvaralgo,
+    # --rwmixthr, --rwmixthrpct): aiobench/plan/randalgo.py, aiobench/plan/workload.py ---
+    randalgo: str | None = option(  # None: full coverage for writes, balanced_single else
+        None,
+        "--randalgo",
+        help="Generator of --rand's offsets: fast (golden-ratio Weyl sequence, mixed), "
+        "balanced_single (PCG64), balanced (PCG64-DXSM), strong (MT19937, elbencho's "
+        "'strong'); each seeded by --seed. Given, it also draws random writes' offsets "
+        "(no full coverage then, as in elbencho).",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="ALGO",
+        shown="full coverage for writes, balanced_single for reads",
+    )
+    blockvaralgo: str = option(
+        "fast",
+        "--blockvaralgo",
+        help="Generator of --blockvarpct's refill: fast (SFC64), balanced_single (PCG64), "
+        "balanced (PCG64-DXSM), strong (MT19937); each seeded by --seed.",
+        panel=WORKLOAD,
+        metavar="ALGO",
+    )
+    rwmixthr: int | None = option(  # of the -t threads, this many read in the write phase
+        None,
+        "--rwmixthr",
+        help="With -w: the first N of the -t threads (of each host) read instead of "
+        "write (their own share of the files, which must exist with their full size); "
+        "the phase is named "
+        "MIX-T<N>, its reads shown apart as --rwmixpct's are.",
+        panel=WORKLOAD,
+        cli_type=int | None,
+        metavar="N",
+        shown="off",
+    )
+    rwmixthrpct: int | None = option(  # % of the operations that are reads, balanced
+        None,
+        "--rwmixthrpct",
+        help="With --rwmixthr and --infloop: keep the reads at PCT % of all operations "
+        "of the bytes (elbencho's balance: the side that runs ahead waits; 0: none).",
+        panel=WORKLOAD,
+        cli_type=int | None,
+        metavar="PCT",
+        shown="off",
+    )
+    # --- end of --randalgo/--blockvaralgo/--rwmixthr ---
     limitread_bps: int = option(  # bytes per second per thread in read phases; 0 = none
         None,
         "--limitread",
@@ -1578,6 +1623,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_workload(cfg)
     _check_outputs(cfg)
     _check_elbencho_options(cfg, path_type)
+    _check_randalgo_rwmixthr(cfg, path_type)
     if path_type == PathType.S3:
         _check_objects(cfg)
         return
@@ -1992,3 +2038,45 @@ def refuse_recognized(given: dict[str, object]) -> None:
             if lacking:
                 raise ConfigError(f"{opt.label}: needs CUDA, not found here: {'; '.join(lacking)}")
         raise ConfigError(f"{opt.label}: {opt.recognized}")
+
+
+# --randalgo/--blockvaralgo names (elbencho's), see aiobench/plan/randalgo.py.
+RAND_ALGOS = ("fast", "balanced_single", "balanced", "strong")
+
+
+def _check_randalgo_rwmixthr(cfg: BenchConfig, path_type: PathType | None) -> None:
+    """--randalgo, --blockvaralgo, --rwmixthr and --rwmixthrpct (elbencho's rules)."""
+    for name, algo in (("--randalgo", cfg.randalgo), ("--blockvaralgo", cfg.blockvaralgo)):
+        if algo is not None and algo not in RAND_ALGOS:
+            raise ConfigError(f"{name}: must be one of {', '.join(RAND_ALGOS)} (got {algo!r})")
+    if cfg.rwmixthr is None:
+        if cfg.rwmixthrpct is not None:
+            raise ConfigError("--rwmixthrpct: only applies with --rwmixthr")
+        return
+    if cfg.rwmixthr < 0:
+        raise ConfigError(f"--rwmixthr: must be 0 or more (got {cfg.rwmixthr})")
+    if not cfg.write:
+        raise ConfigError("--rwmixthr: only applies with -w/--write (its threads read in it)")
+    if cfg.rwmixpct is not None:
+        raise ConfigError("--rwmixthr: cannot be combined with --rwmixpct")
+    if path_type is not None and path_type not in (PathType.FILE, PathType.BLOCKDEV):
+        raise ConfigError("--rwmixthr: only applies to files and block devices as PATHs")
+    for name, given in (("--verify", cfg.verify is not None), ("--trunc", cfg.trunc)):
+        if given:
+            raise ConfigError(f"--rwmixthr: cannot be combined with {name}")
+    pct = cfg.rwmixthrpct
+    if pct is None:
+        return
+    if not 0 <= pct <= 100:
+        raise ConfigError(f"--rwmixthrpct: must be between 0 and 100 (got {pct})")
+    if cfg.limitread_bps or cfg.limitwrite_bps:
+        raise ConfigError("--rwmixthrpct: cannot be combined with --limitread or --limitwrite")
+    if pct and not cfg.infloop:
+        raise ConfigError(
+            "--rwmixthrpct: needs --infloop (the threads held back would run dry otherwise)"
+        )
+    if pct and not 0 < cfg.rwmixthr < cfg.threads:
+        raise ConfigError(
+            "--rwmixthrpct: needs reader and writer threads (--rwmixthr between 1 and "
+            f"-t minus 1, got {cfg.rwmixthr} of {cfg.threads})"
+        )

@@ -129,6 +129,7 @@ class IoOptions:
     verify: int | None = None  # --verify SALT: write the pattern / check what is read
     verify_direct: bool = False  # --verifydirect: read each written block back
     block_var_pct: int | None = None  # --blockvarpct: % of the block refilled per write
+    block_var_algo: str = "fast"  # --blockvaralgo: the refill's generator (fast: SFC64)
     rate_bytes_per_s: int = 0  # --limitread/--limitwrite for each thread (0 = none)
 
 

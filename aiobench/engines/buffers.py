@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from aiobench.plan.pool import PAGE, STAMP_SPACING, _round_up, pool_bytes, pool_windows
+from aiobench.plan.randalgo import refill_generator
 
 if TYPE_CHECKING:
     from aiobench.engines._native import Spec
@@ -85,6 +86,8 @@ class SlotBuffer:
         sfc: tuple[int, ...] = (0, 0, 0, 0)
         if for_write:
             sfc = self._fill_pool(rng, writes)
+        self._first_sfc = sfc  # --blockvaralgo's seed (see algo_refill)
+        self._algo_refills: dict[str, np.random.BitGenerator] = {}
         # The state both engines advance, made once: with the extension built, the C object
         # the native engine's calls are given, holding the memory for them.
         self.state: SlotState = _slot_state(self, stamp_base, sfc)
@@ -143,6 +146,16 @@ class SlotBuffer:
             "uinteger": 0,
         }
         return self.refill
+
+    def algo_refill(self, algo: str) -> np.random.BitGenerator:
+        """--blockvaralgo other than fast: the slot's own generator ``algo``, seeded from the
+        first SFC64 state (so by the run's seed), kept here from one run to the next (only
+        the Python engine refills with it)."""
+        generator = self._algo_refills.get(algo)
+        if generator is None:
+            seed = np.random.SeedSequence([int(word) for word in self._first_sfc])
+            generator = self._algo_refills[algo] = refill_generator(algo, seed)
+        return generator
 
     def keep_refill(self, generator: np.random.SFC64) -> None:
         """The generator's state after a Python-engine run, back into the slot's."""

@@ -38,11 +38,12 @@ from aiobench.engines.dirwalk import BlockError, entry_parents, file_flags, run_
 from aiobench.engines.gate import StopEvent
 from aiobench.engines.nofollow import ParentDirs, reuse_dir, symlink_error
 from aiobench.engines.posix import DIR_MODE, FILE_MODE, PosixTargets, fd_targets, fds_of
-from aiobench.engines.python import python_entries
+from aiobench.engines.python import PosixEngine, python_entries
 from aiobench.engines.verify import Mismatch
 from aiobench.errors import BenchIOError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import EntryRun
+from aiobench.plan.randalgo import FAST
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
 
@@ -79,6 +80,7 @@ class NativeEngine(PosixTargets):
     def __init__(self) -> None:
         if build_error:
             raise RuntimeError(f"the native engine is not available: {build_error}")
+        self._python = PosixEngine()  # --blockvaralgo's runs (see _other_refill)
 
     def slot_depth(
         self, targets: Targets, kind: PhaseKind, options: IoOptions, iodepth: int
@@ -94,6 +96,8 @@ class NativeEngine(PosixTargets):
 
     def run(self, job: Job) -> RawBatch:
         ops = job.ops
+        if isinstance(ops, OpRun) and _other_refill(job.options):
+            return PosixEngine.run(self._python, job)  # (C refills from SFC64 only)
         if not isinstance(ops, OpRun) or job.options.rate_bytes_per_s:
             # Dir mode, and paced runs (their schedule needs the start instant), wait at
             # the gate here; the other file-mode runs wait inside their C call.
@@ -124,6 +128,11 @@ def _targets(job: Job, ops: OpRun) -> tuple[int, npt.NDArray[np.int32] | None]:
 
 def _offsets(ops: OpRun) -> Int64Array:
     return np.fromiter(ops.offsets, dtype=np.int64, count=len(ops))  # (~2x np.array's speed)
+
+
+def _other_refill(opts: IoOptions) -> bool:
+    """--blockvaralgo other than fast with --blockvarpct: the Python engine's runs."""
+    return bool(opts.block_var_pct) and opts.block_var_algo != FAST and opts.verify is None
 
 
 def _queues(kind: PhaseKind, opts: IoOptions) -> bool:

@@ -37,6 +37,7 @@ from aiobench.engines.verify import Mismatch, check, pattern
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.pool import STAMP_SPACING
+from aiobench.plan.randalgo import FAST
 from aiobench.plan.workload import OpRun
 
 
@@ -181,7 +182,10 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
         reads = ops.mix.is_read(first_seq, len(ops)).tolist()
     # --blockvarpct: the slot's generator, its state handed back however the run ends.
     varies = salt is None and opts.block_var_pct and buf.windows
-    refill = buf.refill_generator() if varies else None
+    fast = opts.block_var_algo == FAST
+    refill: np.random.BitGenerator | None = None
+    if varies:
+        refill = buf.refill_generator() if fast else buf.algo_refill(opts.block_var_algo)
     next_data = _write_source(buf, opts, length, refill)
     all_fds = fds_of(job.targets)
     fds = repeat(all_fds[index]) if isinstance(index, int) else [all_fds[i] for i in index]
@@ -216,12 +220,12 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
             if end > until_ns:
                 return
     finally:
-        if refill is not None:
+        if isinstance(refill, np.random.SFC64) and fast:
             buf.keep_refill(refill)
 
 
 def _write_source(
-    buf: SlotBuffer, opts: IoOptions, length: int, refill: np.random.SFC64 | None
+    buf: SlotBuffer, opts: IoOptions, length: int, refill: np.random.BitGenerator | None
 ) -> Callable[[int], list[memoryview]]:
     """Where each write's data comes from (called with the write's offset, untimed);
     ``refill``: the --blockvarpct generator (None with a pct of 0)."""
@@ -237,7 +241,8 @@ def _write_source(
 
         return patterned
     if pct is not None and buf.windows:
-        # --blockvarpct: one block, its first pct % refilled from SFC64 before each write;
+        # --blockvarpct: one block, its first pct % refilled from SFC64 (or --blockvaralgo's
+        # generator) before each write;
         # 0 writes the same block every time.
         block = [buf.windows[0][0][:length]]
         words = -(-length * pct // 100) // 8 if pct else 0

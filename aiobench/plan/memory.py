@@ -90,7 +90,7 @@ def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tup
     # Beside its buffers a slot holds per-target counters and fills a latency recorder;
     # two in dir mode (entries and blocks), with --rwmixpct (reads and writes) and under a
     # rate limit (from the scheduled starts too).
-    two = layout.dir_mode or cfg.rwmixpct is not None
+    two = layout.dir_mode or cfg.rwmixpct is not None or cfg.rwmixthr is not None
     two = two or bool(cfg.limitread_bps or cfg.limitwrite_bps)
     values = (most_ops if not cfg.infloop else 1 << 62) * blocks_per_op
     per_slot = (1 + two) * recorder_bytes(-(-values // slots))

@@ -30,12 +30,29 @@ def stream_order(cfg: BenchConfig) -> StreamOrder:
         backward=cfg.backward,
         loop=cfg.infloop,
         rwmixpct=cfg.rwmixpct,
+        randalgo=cfg.randalgo,
+        rwmixthr=cfg.rwmixthr,
+        rwmixthrpct=cfg.rwmixthrpct,
     )
 
 
 def rwmix_pct(cfg: BenchConfig, kind: PhaseKind) -> int | None:
-    """--rwmixpct of this phase: only the write phase mixes in reads."""
-    return cfg.rwmixpct if kind == WRITE else None
+    """--rwmixpct of this phase: only the write phase mixes in reads. With --rwmixthr N
+    the share of reading threads, ``100 * min(N, -t) // -t`` (the phase's reads are shown
+    apart, as --rwmixpct's are)."""
+    if kind != WRITE:
+        return None
+    if cfg.rwmixthr is not None:
+        return 100 * min(cfg.rwmixthr, cfg.threads) // cfg.threads
+    return cfg.rwmixpct
+
+
+def phase_title(cfg: BenchConfig, layout: PhaseLayout, kind: PhaseKind) -> str:
+    """The phase's name in results: with --rwmixthr N the write phase is elbencho's
+    ``MIX-T<N>`` (N at most -t), else the layout's name."""
+    if kind == WRITE and cfg.rwmixthr is not None:
+        return f"MIX-T{min(cfg.rwmixthr, cfg.threads)}"
+    return layout.phase_name(kind, rwmix_pct(cfg, kind))
 
 
 def rate_limit(cfg: BenchConfig, kind: PhaseKind) -> int:

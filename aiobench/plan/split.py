@@ -34,7 +34,18 @@ class StreamOrder:
     backward: bool = False
     loop: bool = False  # --infloop
     rwmixpct: int | None = None  # of the write phase
+    randalgo: str | None = None  # --randalgo (None: PCG64, writes a full-coverage order)
+    rwmixthr: int | None = None  # --rwmixthr: each process's first N threads read in -w
+    rwmixthrpct: int | None = None  # --rwmixthrpct: the reads' share of the bytes, balanced
 
     def rwmix_pct(self, kind: PhaseKind) -> int | None:
         """--rwmixpct of a phase of ``kind``: only the write phase mixes in reads."""
         return self.rwmixpct if kind == WRITE else None
+
+    def reader_thread(self, kind: PhaseKind, local: int) -> bool | None:
+        """--rwmixthr: whether a process's ``local``-th thread reads (True) or writes (False)
+        in a phase of ``kind`` (elbencho: the first N threads of each host); None without
+        it, or outside the write phase."""
+        if self.rwmixthr is None or kind != WRITE:
+            return None
+        return local < self.rwmixthr

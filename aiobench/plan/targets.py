@@ -378,18 +378,20 @@ def _target_size(cfg: BenchConfig, path: str, seen: Probe) -> int:
         size = cfg.size_bytes or dev_size
     elif seen.size is not None:
         file_size = seen.size
-        reads_first = not cfg.write or cfg.rwmixpct is not None  # reads from the start
+        mix = _mixing(cfg)
+        reads_first = not cfg.write or mix is not None  # reads from the start
         if reads_first and cfg.size_bytes > file_size:
             raise ConfigError(
                 f"{path}: has {file_size} bytes, fewer than -s/--size {cfg.size_bytes} to read"
-                + (" (--rwmixpct reads while it writes; write the file first)" if cfg.write else "")
+                + (f" ({mix} reads while it writes; write the file first)" if mix else "")
             )
         size = cfg.size_bytes or (file_size if reads_first else 0)
     else:
-        if cfg.rwmixpct is not None:
+        mix = _mixing(cfg)
+        if mix is not None:
             raise ConfigError(
-                f"{path}: does not exist; --rwmixpct reads while it writes, so write the "
-                "file first (-w without --rwmixpct)"
+                f"{path}: does not exist; {mix} reads while it writes, so write the "
+                f"file first (-w without {mix})"
             )
         if not cfg.write:
             raise ConfigError(f"{path}: does not exist (reading needs it; add -w to create it)")
@@ -401,10 +403,18 @@ def _target_size(cfg: BenchConfig, path: str, seen: Probe) -> int:
             )
         size = cfg.size_bytes
     if size == 0:
-        if cfg.write and cfg.rwmixpct is None:
+        if cfg.write and _mixing(cfg) is None:
             raise ConfigError("-s/--size: needed (and > 0) to write files")
         raise ConfigError(f"{path}: is empty; nothing to read")
     return size
+
+
+def _mixing(cfg: BenchConfig) -> str | None:
+    """The option that makes the write phase read too (--rwmixpct, or --rwmixthr with
+    reader threads), or None."""
+    if cfg.rwmixpct is not None:
+        return "--rwmixpct"
+    return "--rwmixthr" if cfg.rwmixthr else None
 
 
 def _in_dev(path: str) -> bool:

@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from aiobench.kinds import READ, WRITE, PhaseKind, phase_name
+from aiobench.plan.randalgo import IntSource, offset_source
+from aiobench.plan.rwbalance import RwBalance
 from aiobench.plan.split import StreamOrder, ThreadSplit
 
 IntArray = npt.NDArray[np.int64]
@@ -102,7 +104,7 @@ class Layout:
         else:
             parts = self.slices(split.slices)[mine.start : mine.stop]
         counts = ops_per_thread(self, parts, split.slices, order.rand, order.randamount_bytes)
-        pct = order.rwmix_pct(kind)
+        balance = stream_balance(order, kind, split.ids, self.block_size)
         return [
             OpStream(
                 layout=self,
@@ -110,12 +112,16 @@ class Layout:
                 total_ops=count,
                 rand=order.rand,
                 aligned=order.aligned,
-                permute=kind == WRITE,
+                permute=kind == WRITE
+                and order.randalgo is None
+                and not order.reader_thread(kind, rank - split.ids.start),
                 rng=stream_rng(order, phase_index, rank),
                 backward=order.backward,
                 stride=stride,
                 loop=order.loop,
-                mix=None if pct is None else RwMix(pct, rank),
+                mix=stream_mix(order, kind, rank, rank - split.ids.start),
+                draw=offsets_rng(order, phase_index, rank),
+                balance=balance,
             )
             for rank, part, count in zip(split.ids, parts, counts, strict=True)
         ]
@@ -124,6 +130,34 @@ class Layout:
 def stream_rng(order: StreamOrder, phase_index: int, rank: int) -> np.random.Generator:
     """Thread rank ``rank``'s random stream of offsets in phase ``phase_index``."""
     return np.random.default_rng(np.random.SeedSequence([order.seed, phase_index, rank]))
+
+
+def offsets_rng(order: StreamOrder, phase_index: int, rank: int) -> IntSource | None:
+    """--randalgo: thread rank ``rank``'s generator of offsets (None: :func:`stream_rng`)."""
+    if order.randalgo is None or not order.rand:
+        return None
+    return offset_source(order.randalgo, np.random.SeedSequence([order.seed, phase_index, rank]))
+
+
+def stream_balance(
+    order: StreamOrder, kind: PhaseKind, ranks: range, block_size: int
+) -> RwBalance | None:
+    """--rwmixthrpct: the balance of this process's reader and writer threads (None: none)."""
+    if not order.rwmixthrpct or kind != WRITE or order.rwmixthr is None:
+        return None
+    readers = min(order.rwmixthr, len(ranks))  # (the first N threads of each process)
+    return RwBalance(order.rwmixthrpct, readers, len(ranks) - readers, block_size)
+
+
+def stream_mix(order: StreamOrder, kind: PhaseKind, rank: int, local: int) -> RwMix | None:
+    """Which operations of thread ``rank`` (the ``local``-th of its process) read:
+    --rwmixpct's rule, or with --rwmixthr all of a reader thread's (pct 100) and none of a
+    writer's (pct 0)."""
+    reader = order.reader_thread(kind, local)
+    if reader is not None:
+        return RwMix(100 if reader else 0, rank)
+    pct = order.rwmix_pct(kind)
+    return None if pct is None else RwMix(pct, rank)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +318,8 @@ class OpStream:
         stride: int = 1,
         loop: bool = False,
         mix: RwMix | None = None,
+        draw: IntSource | None = None,
+        balance: RwBalance | None = None,
     ) -> None:
         """``part`` holds the thread's blocks ``first + i*stride`` for ``i < blocks``;
         ``backward`` visits them from the last to the first. With ``loop`` (--infloop) the
@@ -302,6 +338,11 @@ class OpStream:
         self.passes = 0  # completed passes over the thread's work (--infloop)
         self.taken = 0  # operations handed out in all passes
         self.rng = rng
+        # --rwmixthrpct: the balance this thread waits on (a reader: its mix reads all).
+        self.balance = balance
+        self.reader = mix is not None and mix.pct == 100
+        # Where random offsets come from: --randalgo's generator, else ``rng``.
+        self.draw: IntSource = draw if draw is not None else rng
         # Random writes visit every block once, aligned or not (unaligned ones shifted inside
         # their block), so each file reaches its full size and a later read finds no EOF.
         self._perm = Permutation(part.blocks, rng) if rand and permute else None
@@ -321,6 +362,11 @@ class OpStream:
         count = min(count, self.remaining)
         if count <= 0:
             return None
+        granted = 0
+        if self.balance is not None:
+            count = granted = self.balance.acquire(self.reader, count)
+            if not count:
+                return None  # the phase ended while the thread waited
         if self.rand:
             run = self._random(count)
         elif self.backward or self.stride > 1:
@@ -328,6 +374,8 @@ class OpStream:
         else:
             run = self._sequential(count)
         run = dataclasses.replace(run, first_seq=self.taken, mix=self.mix)
+        if granted > len(run) and self.balance is not None:
+            self.balance.refund(self.reader, granted - len(run))
         self.issued += len(run)
         self.taken += len(run)
         if self.loop and self.issued == self.total_ops:
@@ -369,7 +417,7 @@ class OpStream:
 
     def _blocks(self, count: int) -> IntArray:
         if self._perm is None:
-            return self.rng.integers(0, self.part.blocks, size=count, dtype=np.int64)
+            return self.draw.integers(0, self.part.blocks, size=count, dtype=np.int64)
         while self._pending.size < count:
             self._pending = np.concatenate((self._pending, self._perm.chunk()))
         out, self._pending = self._pending[:count], self._pending[count:]
@@ -390,7 +438,7 @@ class OpStream:
         if not self.aligned:
             # Shift each operation by a random amount inside its block, clamped so it stays
             # inside its path.
-            jitter = self.rng.integers(0, bs, size=count, dtype=np.int64)
+            jitter = self.draw.integers(0, bs, size=count, dtype=np.int64)
             offsets = np.minimum(offsets + jitter, self._sizes[index] - bs)
         return OpRun(path_index, offsets.tolist(), bs, path_array)
 

@@ -22,6 +22,7 @@ from aiobench.kinds import (
     PhaseKind,
 )
 from aiobench.plan.dirmode import DirLayout
+from aiobench.plan.slots import phase_title
 from aiobench.plan.targets import Resolved
 from aiobench.plan.tree import TreeLayout
 from aiobench.plan.workload import Layout
@@ -65,7 +66,7 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
     layout = resolved.layout
     out = ""
     for kind in kinds:
-        name = layout.phase_name(kind, cfg.rwmixpct)
+        name = phase_title(cfg, layout, kind)
         if isinstance(layout, TreeLayout):
             text = _tree_phase(layout, kind)
         elif isinstance(layout, DirLayout):
@@ -96,6 +97,11 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
             text += format_bytes(layout.block_size)
             if kind == WRITE and cfg.rwmixpct is not None:
                 text += f", {cfg.rwmixpct} % of them reads"
+            if kind == WRITE and cfg.rwmixthr is not None:
+                readers = min(cfg.rwmixthr, cfg.threads)
+                text += f", {readers} of the {cfg.threads} threads reading"
+                if cfg.rwmixthrpct:
+                    text += f" ({cfg.rwmixthrpct} % of the bytes)"
         out += _row(name, text)
     return out
 

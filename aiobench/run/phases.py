@@ -21,10 +21,10 @@ from aiobench.engines.gate import StartGate
 from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
 from aiobench.plan.dirmode import DirLayout
 from aiobench.plan.ranks import rotated
-from aiobench.plan.slots import rate_limit, rwmix_pct, streams_for
+from aiobench.plan.slots import phase_title, rate_limit, rwmix_pct, streams_for
 from aiobench.plan.split import ThreadSplit
 from aiobench.plan.targets import Targets
-from aiobench.plan.workload import Layout
+from aiobench.plan.workload import Layout, OpStream
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, ThreadProgress
 from aiobench.run.coordinator import Coordinator
@@ -138,6 +138,7 @@ class PhaseRun:
             verify=cfg.verify,
             verify_direct=cfg.verifydirect,
             block_var_pct=cfg.blockvarpct,
+            block_var_algo=cfg.blockvaralgo,
             rate_bytes_per_s=rate_limit(cfg, kind),
         )
         mixed = pct is not None
@@ -151,7 +152,7 @@ class PhaseRun:
             depth=depth,
         )
         self.about = PhaseAbout(
-            name=layout.phase_name(kind, pct),
+            name=phase_title(cfg, layout, kind),
             rwmix_pct=pct,
             paths=ctx.paths,
             servers=ctx.targets.servers,
@@ -160,6 +161,9 @@ class PhaseRun:
             rate_limited=bool(options.rate_bytes_per_s),
         )
         self.state = PhaseState(stop=ctx.stop)
+        for stream in self.streams:  # --rwmixthrpct's waits end with the phase
+            if isinstance(stream, OpStream) and stream.balance is not None:
+                stream.balance.watch(self.state)
         self.slots: list[list[Slot]] = []
         self.finished: list[int] = [0] * len(self.streams)  # each thread's finish (0: not yet)
         self.idle: list[int] = []  # threads that ended before the clock started

@@ -44,6 +44,7 @@ from aiobench.kinds import (
     PhaseKind,
 )
 from aiobench.plan.ranks import offset
+from aiobench.plan.slots import phase_title
 from aiobench.plan.targets import Resolved, Targets, filesystem_type
 from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
@@ -99,7 +100,7 @@ def skipped_note(cfg: BenchConfig, resolved: Resolved, result: RunResult) -> str
         return None
     last = result.phases[-1]
     layout = resolved.layout
-    names = [layout.phase_name(kind, cfg.rwmixpct) for kind in phase_kinds(cfg, resolved)]
+    names = [phase_title(cfg, layout, kind) for kind in phase_kinds(cfg, resolved)]
     if not last.time_limited or last.name not in names:
         return None
     left = names[names.index(last.name) + 1 :]
@@ -123,7 +124,7 @@ def randamount_notes(cfg: BenchConfig, resolved: Resolved, result: RunResult) ->
     if not (cfg.rand and cfg.phase_limit_ns) or cfg.infloop:
         return []
     layout = resolved.layout
-    random = {layout.phase_name(READ), layout.phase_name(WRITE, cfg.rwmixpct)}
+    random = {layout.phase_name(READ), phase_title(cfg, layout, WRITE)}
     default = "" if cfg.randamount_bytes is not None else ", by default the files' size"
     notes: dict[str, str] = {}
     for phase in result.phases:

@@ -132,7 +132,7 @@ def test_second_start_is_refused_and_stop_keeps_the_results(
 ) -> None:
     state = tmp_path / "state"
     slow = fault_fs(delay_ms=20)  # each block takes 20 ms: a run of minutes
-    start = sb(state, "--write", "-b", "64k", "-s", "64m", "--nodirect", str(slow))
+    start = sb(state, "--write", "-b", "64k", "-s", "32m", "--nodirect", str(slow))
     assert start.returncode == 0, start.stderr
     running = sb(state, "--status")
     assert "Server benchmark status: Running: 1" in running.stdout
@@ -150,7 +150,7 @@ def test_second_start_is_refused_and_stop_keeps_the_results(
     doc = json.loads(sb(state, "--status", "--json").stdout)
     assert doc["status"] == "Stopped"
     written = doc["result"]["phases"][0]["last_done"]["bytes"]
-    assert 0 < written < 64 << 20
+    assert 0 < written < 32 << 20
     assert sb(state, "--cleanup").returncode == 0
     assert not (slow / HIDDEN).exists()
 
@@ -158,7 +158,7 @@ def test_second_start_is_refused_and_stop_keeps_the_results(
 def test_a_run_whose_process_died_is_stale_not_running(tmp_path: Path, fault_fs: FaultFs) -> None:
     state = tmp_path / "state"
     slow = fault_fs(delay_ms=20)
-    assert sb(state, "--write", "-b", "64k", "-s", "64m", "--nodirect", str(slow)).returncode == 0
+    assert sb(state, "--write", "-b", "64k", "-s", "32m", "--nodirect", str(slow)).returncode == 0
     current = json.loads((state / "state.json").read_text())
     wait_for(lambda: "supervisor" in json.loads((state / "state.json").read_text()), "pid")
     pid = int(json.loads((state / "state.json").read_text())["supervisor"]["pid"])
@@ -192,3 +192,22 @@ def test_every_host_runs_every_target_through_the_launcher(tmp_path: Path) -> No
     assert clean.returncode == 0, clean.stderr
     assert "[rank 0]" in clean.stdout and "[rank 1]" in clean.stdout
     assert all(list(t.iterdir()) == [] for t in targets)
+
+
+@needs_launcher
+def test_stop_ends_every_rank_and_keeps_their_results(tmp_path: Path, fault_fs: FaultFs) -> None:
+    pytest.importorskip("mpi4py")
+    state = tmp_path / "state"
+    slow = fault_fs(delay_ms=10)  # (one server for both ranks: 512 blocks take 5 s or more)
+    hosts = ("--hosts", "localhost,localhost")
+    start = sb(state, "--write", "-b", "64k", "-s", "16m", "--nodirect", *hosts, str(slow))
+    assert start.returncode == 0, start.stderr
+    wait_for(lambda: "Progress: " in sb(state, "--status").stdout, "progress", 120)
+    time.sleep(1.5)  # (some blocks written)
+    stopped = sb(state, "--stop", "--verbose", timeout=240)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "Server benchmark status: Stopped: 2" in stopped.stdout
+    rows = target_rows(stopped.stdout)
+    assert len(rows) == 2 and all(rate > 0 for rate in rows)
+    assert sb(state, "--cleanup", timeout=240).returncode == 0
+    assert not (slow / HIDDEN).exists()

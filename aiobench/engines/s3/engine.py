@@ -433,6 +433,7 @@ class _Requests:
         """The run's entries (buckets or objects) one after the other, each timed; the run
         ends at its budget's end or a stop."""
         job, run, record, index = self.job, self.run, self.record, self.run.path_index
+        whole_buckets = job.kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS)
         for k in range(len(run)):
             due = self.due(k, 0)
             if due > job.until_ns:  # --limit...: not before this run's end
@@ -442,7 +443,7 @@ class _Requests:
                 await _sleep_until(due)
             bucket = targets.buckets[index if isinstance(index, int) else index[k]]
             record.starts.append(perf_counter_ns())
-            if job.kind in (MKDIRS, RMDIRS, *BUCKET_MD_KINDS):
+            if whole_buckets:
                 await self.bucket(bucket.bucket)
             else:
                 try:
@@ -637,7 +638,9 @@ class _Requests:
             await client.delete_object(bucket, key)
         elif kind == WRITE and size <= block:
             body = _block(self.job, 0, size)
-            await self._timed(client.put_object(bucket, key, body, self.meta.upload_headers()))
+            start = perf_counter_ns()
+            await client.put_object(bucket, key, body, self.meta.upload_headers())
+            self._record(start, perf_counter_ns())
         elif kind == WRITE:
             await self._multipart(k, bucket, key)
         elif kind == READ and self.run.offsets is not None:  # --rand: one block of it

@@ -189,9 +189,15 @@ class S3Client:
     # -- objects ---------------------------------------------------------------------------
 
     async def put_object(
-        self, bucket: str, key: str, body: memoryview, headers: dict[str, str] | None = None
+        self,
+        bucket: str,
+        key: str,
+        body: memoryview,
+        headers: dict[str, str] | None = None,
+        etag: bool = True,
     ) -> str:
-        """PUT ``body`` as the object (with ``headers``: an ACL); returns its ETag."""
+        """PUT ``body`` as the object (with ``headers``: an ACL); returns its ETag (''
+        without ``etag``: a caller with no use for it saves looking for it)."""
         sent = dict(self._upload_headers)
         if headers:
             sent.update(headers)
@@ -199,7 +205,7 @@ class S3Client:
             sent.update(self.policy.checksum_headers(body))
         call = self._send if self.log is None else self._call  # (a coroutine less per PUT)
         _, got, _ = await call("PutObject", "PUT", bucket, key, body=body, headers=sent)
-        return got.get("ETag", "")
+        return got.get("ETag", "") if etag else ""
 
     async def head_object(self, bucket: str, key: str) -> int:
         """The object's size in bytes (HEAD)."""
@@ -443,7 +449,7 @@ class S3Client:
         payload = self.policy.payload_hash(body, self._tls)
         self._signer.sign_s3(method, path, query, address.host, headers, self._when(), payload)
         target = f"{path}?{query}" if query else path
-        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
         return self._pool(address, bucket), f"{method} {target} HTTP/1.1\r\n{lines}\r\n".encode()
 
     async def _call(

@@ -639,7 +639,7 @@ class _Requests:
         elif kind == WRITE and size <= block:
             body = _block(self.job, 0, size)
             start = perf_counter_ns()
-            await client.put_object(bucket, key, body, self.meta.upload_headers())
+            await client.put_object(bucket, key, body, self.meta.upload_headers(), etag=False)
             self._record(start, perf_counter_ns())
         elif kind == WRITE:
             await self._multipart(k, bucket, key)

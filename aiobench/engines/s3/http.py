@@ -13,6 +13,7 @@ cut short, a body not read to its end) is closed, never reused.
 from __future__ import annotations
 
 import asyncio
+import collections
 import errno as errno_mod
 import re
 import socket
@@ -428,7 +429,8 @@ class Pool:
     ) -> None:
         self.host, self.port, self.tls = host, port, tls
         self.server_hostname = server_hostname if tls is not None else None
-        self._slots = asyncio.Semaphore(limit)
+        self._free = limit  # connections that may still be taken into use
+        self._turns: collections.deque[asyncio.Future[None]] = collections.deque()
         self._idle: list[Connection] = []
         self._all: set[Connection] = set()
 
@@ -470,7 +472,11 @@ class Pool:
         """One exchange on an idle connection or a new one (:meth:`Connection.exchange`);
         ``watch`` sees the bytes it moves. A connection whose exchange did not end
         cleanly is closed."""
-        async with self._slots:
+        if self._free > 0 and not self._turns:
+            self._free -= 1
+        else:
+            await self._turn()
+        try:
             conn = self._take() or await self._connect()
             watch.sending = conn.moved
             whole = False
@@ -490,6 +496,29 @@ class Pool:
                     self._idle.append(conn)
                 elif not conn.closed:
                     conn.abort()
+        finally:
+            self._give_turn()
+
+    async def _turn(self) -> None:
+        """Wait until a connection may be taken into use (the first waiter first)."""
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._turns.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # (handed over, then cancelled)
+                self._give_turn()
+            raise
+
+    def _give_turn(self) -> None:
+        """A request is done with its connection: the next waiter's turn, else one more free."""
+        turns = self._turns
+        while turns:
+            turn = turns.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self._free += 1
 
     def _take(self) -> Connection | None:
         """An idle connection still open, if there is one."""

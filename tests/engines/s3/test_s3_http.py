@@ -195,3 +195,28 @@ async def test_an_interim_answer_is_skipped_for_the_real_one() -> None:
         assert await c.put_object("bench", "k", memoryview(b"abc")) == '"real"'
         assert await c.put_object("bench", "k", memoryview(b"abc")) == '"real"'
     assert seen.connections == 1
+
+
+async def test_requests_waiting_for_a_connection_go_on_when_one_is_cancelled() -> None:
+    """One connection, three requests: the one cancelled while waiting for its turn takes
+    no turn with it; the others are served in order."""
+    served: list[bytes] = []
+
+    async def reply(head: bytes, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        served.append(head.split(b" ", 2)[1])
+        await asyncio.sleep(0.05)
+        w.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+
+    async with server(reply) as seen, client(seen.url, connections=1) as c:
+        first = asyncio.create_task(c.delete_object("bench", "a"))
+        await asyncio.sleep(0.01)
+        doomed = asyncio.create_task(c.delete_object("bench", "b"))
+        last = asyncio.create_task(c.delete_object("bench", "c"))
+        await asyncio.sleep(0.01)
+        doomed.cancel()
+        await asyncio.gather(first, last)
+        with pytest.raises(asyncio.CancelledError):
+            await doomed
+        await c.delete_object("bench", "d")  # (the turn came back: not stuck)
+    assert served == [b"/bench/a", b"/bench/c", b"/bench/d"]
+    assert seen.connections == 1

@@ -101,6 +101,9 @@ class Headers:
         return f"Headers({self.items!r})"
 
 
+_NO_HEADERS = Headers()  # (an answer's until its head is read)
+
+
 class Response:
     """An answer: status and reason, headers, and the body (``body`` when it was read
     into a buffer of the connection's; for a GET into the caller's buffer, ``got`` bytes
@@ -111,7 +114,7 @@ class Response:
 
     def __init__(self) -> None:
         self.status = 0
-        self.headers = Headers()
+        self.headers = _NO_HEADERS
         self.body = b""
         self.got = 0
         self.length = -1

@@ -329,7 +329,7 @@ class Connection(asyncio.BufferedProtocol):
         self._drop()
 
     def _drop(self) -> None:
-        self.reusable = False
+        self.reusable = self._keep = False
         if self.transport is not None:
             self.transport.abort()
 

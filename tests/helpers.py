@@ -10,6 +10,7 @@ import importlib
 import json
 import os
 import shutil
+import signal
 import site
 import stat
 import subprocess
@@ -85,33 +86,56 @@ def run_aiobench(
     )
 
 
+# A child's peak RSS from wait4 carries its parent's: Linux keeps the largest RSS a process
+# had, across exec, and a fork's copy of a large test worker starts large. So aiobench runs
+# as the grandchild of a small launcher, which reports that grandchild's own peak.
+_RSS_LAUNCHER = """
+import os, sys
+fd = int(os.environ.pop("AIOBENCH_TEST_RSS_FD"))
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, str(usage.ru_maxrss).encode())
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_aiobench_rss(
     *args: str, timeout: float = 120, cwd: str | Path | None = None
 ) -> tuple[subprocess.CompletedProcess[str], int]:
-    """:func:`run_aiobench`, and the peak RSS of that child alone in bytes (from wait4)."""
-    env = dict(os.environ, PYTHONWARNINGS="error")
-    command = [sys.executable, "-m", "aiobench", *args]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd, text=True)
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() > deadline:
-                    raise subprocess.TimeoutExpired(command, timeout)
-                time.sleep(0.02)
-        except BaseException:  # the timeout, or the test's own (no child left behind)
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            proc.returncode = -9
-            raise
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-        out.seek(0)
-        err.seek(0)
-        done = subprocess.CompletedProcess(command, proc.returncode, out.read(), err.read())
-    return done, usage.ru_maxrss * 1024
+    """:func:`run_aiobench`, and the peak RSS of that aiobench process alone in bytes (from
+    wait4, in a small launcher: see :data:`_RSS_LAUNCHER`)."""
+    read_end, write_end = os.pipe()
+    env = dict(os.environ, PYTHONWARNINGS="error", AIOBENCH_TEST_RSS_FD=str(write_end))
+    command = [sys.executable, "-c", _RSS_LAUNCHER, "-m", "aiobench", *args]
+    try:
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            proc = subprocess.Popen(
+                command, stdout=out, stderr=err, env=env, cwd=cwd, text=True,
+                pass_fds=(write_end,), start_new_session=True,
+            )  # fmt: skip
+            os.close(write_end)
+            write_end = -1
+            try:
+                proc.wait(timeout)
+            except BaseException:  # the timeout, or the test's own (no child left behind)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise
+            out.seek(0)
+            err.seek(0)
+            done = subprocess.CompletedProcess(command, proc.returncode, out.read(), err.read())
+        with os.fdopen(read_end, "rb") as reported:
+            read_end = -1
+            rss_kib = int(reported.read() or b"0")
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
+    return done, rss_kib * 1024
 
 
 def listing(root: Path) -> Listing:

@@ -202,7 +202,8 @@ def test_stop_ends_every_rank_and_keeps_their_results(tmp_path: Path, fault_fs: 
     hosts = ("--hosts", "localhost,localhost")
     start = sb(state, "--write", "-b", "64k", "-s", "16m", "--nodirect", *hosts, str(slow))
     assert start.returncode == 0, start.stderr
-    wait_for(lambda: "Progress: " in sb(state, "--status").stdout, "progress", 120)
+    files = slow / HIDDEN
+    wait_for(lambda: files.is_dir() and len(list(files.glob("r*"))) == 2, "both files", 120)
     time.sleep(1.5)  # (some blocks written)
     stopped = sb(state, "--stop", "--verbose", timeout=240)
     assert stopped.returncode == 0, stopped.stderr
@@ -211,3 +212,18 @@ def test_stop_ends_every_rank_and_keeps_their_results(tmp_path: Path, fault_fs: 
     assert len(rows) == 2 and all(rate > 0 for rate in rows)
     assert sb(state, "--cleanup", timeout=240).returncode == 0
     assert not (slow / HIDDEN).exists()
+
+
+def test_a_stop_before_the_run_wrote_anything_is_stopped_not_an_error(tmp_path: Path) -> None:
+    """--stop at once after the start: the run may not have begun; it is Stopped, with
+    nothing to report, not an Error."""
+    state, target = tmp_path / "state", tmp_path / "t"
+    target.mkdir()
+    assert sb(state, "--write", "-b", "4k", "-s", "64m", str(target)).returncode == 0
+    stopped = sb(state, "--stop")
+    assert stopped.returncode == 0, stopped.stderr
+    doc = json.loads(sb(state, "--status", "--json").stdout)
+    if doc["status"] == "Finished":  # (the machine wrote 64 MiB before the stop came)
+        pytest.skip("the run ended before --stop")
+    assert doc["status"] == "Stopped" and doc["why"].startswith("stopped by --stop")
+    assert sb(state, "--cleanup").returncode == 0

@@ -85,6 +85,8 @@ def ended_as(statedir: str, code: int) -> dict[str, Any]:
         if not current.get("stop_requested") and result.get("meta", {}).get("signal"):
             why = f"interrupted by {result['meta']['signal']}"
         return {"status": state.STOPPED, "why": why}
+    if result is None and current.get("stop_requested"):
+        return {"status": state.STOPPED, "why": "stopped by --stop before any result"}
     error = result.get("error") if result is not None else None
     if isinstance(error, dict):
         return {"status": state.ERROR, "why": str(error.get("message", "an I/O error"))}

@@ -444,6 +444,49 @@ class BenchConfig:
         shown="off",
     )
     # --- end of --randalgo/--blockvaralgo/--rwmixthr ---
+    # --- elbencho's access hints, mappings and locks (--fadv, --madv, --mmap, --flock):
+    # aiobench/engines/access.py ---
+    fadv: str | None = option(
+        None,
+        "--fadv",
+        help="File access hints given to the kernel with posix_fadvise() on each file at "
+        "the start of each phase: a comma-separated list of seq, rand, willneed, "
+        "dontneed, noreuse.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="HINTS",
+        shown="none",
+    )
+    mmap: bool = option(
+        False,
+        "--mmap",
+        help="Read and write files and block devices through a shared memory mapping "
+        "(each operation a copy to or from it). A mapping cannot make a file larger: "
+        "writes need --trunctosize or --preallocfile, or files already as large as -s.",
+        panel=WORKLOAD,
+    )
+    madv: str | None = option(
+        None,
+        "--madv",
+        help="With --mmap: access hints given with madvise() on each mapping, a "
+        "comma-separated list of seq, rand, willneed, dontneed, hugepage, nohugepage.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="HINTS",
+        shown="none",
+    )
+    flock: str | None = option(
+        None,
+        "--flock",
+        help="Take a POSIX lock (fcntl F_SETLKW) around each read and write, inside its "
+        "time: range (the operation's bytes) or full (the whole file); a shared lock to "
+        "read, an exclusive one to write.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="MODE",
+        shown="none",
+    )
+    # --- end of --fadv/--madv/--mmap/--flock ---
     limitread_bps: int = option(  # bytes per second per thread in read phases; 0 = none
         None,
         "--limitread",
@@ -1624,6 +1667,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_outputs(cfg)
     _check_elbencho_options(cfg, path_type)
     _check_randalgo_rwmixthr(cfg, path_type)
+    _check_access(cfg, path_type)
     if path_type == PathType.S3:
         _check_objects(cfg)
         return
@@ -2079,4 +2123,45 @@ def _check_randalgo_rwmixthr(cfg: BenchConfig, path_type: PathType | None) -> No
         raise ConfigError(
             "--rwmixthrpct: needs reader and writer threads (--rwmixthr between 1 and "
             f"-t minus 1, got {cfg.rwmixthr} of {cfg.threads})"
+        )
+
+
+# --fadv/--madv names (elbencho's) and --flock's modes, see aiobench/engines/access.py.
+FADV_HINTS = ("seq", "rand", "willneed", "dontneed", "noreuse")
+MADV_HINTS = ("seq", "rand", "willneed", "dontneed", "hugepage", "nohugepage")
+FLOCK_MODES = ("range", "full")
+
+
+def hint_list(text: str | None) -> tuple[str, ...]:
+    """--fadv's or --madv's comma-separated names (none given: ())."""
+    if text is None:
+        return ()
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _check_access(cfg: BenchConfig, path_type: PathType | None) -> None:
+    """--fadv, --madv, --mmap and --flock: elbencho's names; files and block devices."""
+    for name, text, known in (("--fadv", cfg.fadv, FADV_HINTS), ("--madv", cfg.madv, MADV_HINTS)):
+        names = hint_list(text)
+        if text is not None and not names:
+            raise ConfigError(f"{name}: give one or more of {', '.join(known)}")
+        for hint in names:
+            if hint not in known:
+                raise ConfigError(f"{name}: must be a list of {', '.join(known)} (got {hint!r})")
+    if cfg.flock is not None and cfg.flock not in FLOCK_MODES:
+        raise ConfigError(f"--flock: must be one of {', '.join(FLOCK_MODES)} (got {cfg.flock!r})")
+    given = [
+        name
+        for name, on in (
+            ("--fadv", cfg.fadv is not None),
+            ("--mmap", cfg.mmap),
+            ("--madv", cfg.madv is not None),
+            ("--flock", cfg.flock is not None),
+        )
+        if on
+    ]
+    if given and path_type is not None and path_type not in (PathType.FILE, PathType.BLOCKDEV):
+        where = "object storage (s3://)" if path_type == PathType.S3 else "dir mode"
+        raise ConfigError(
+            f"{given[0]}: only applies to files and block devices as PATHs, not {where}"
         )

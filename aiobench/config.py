@@ -487,6 +487,29 @@ class BenchConfig:
         shown="none",
     )
     # --- end of --fadv/--madv/--mmap/--flock ---
+    # --- elbencho's CPU binding (--cores, --zones): aiobench/run/affinity.py ---
+    cores: str | None = option(
+        None,
+        "--cores",
+        help="Bind the process to these CPU cores (comma-separated, ranges as 0-3, or "
+        "all) and benchmark thread i to core i mod their count (its I/O threads, native "
+        "loops included).",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="LIST",
+        shown="unbound",
+    )
+    zones: str | None = option(
+        None,
+        "--zones",
+        help="Bind the process to the CPUs of these NUMA zones (comma-separated, or all) "
+        "and benchmark thread i to zone i mod their count.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="LIST",
+        shown="unbound",
+    )
+    # --- end of --cores/--zones ---
     limitread_bps: int = option(  # bytes per second per thread in read phases; 0 = none
         None,
         "--limitread",
@@ -1668,6 +1691,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_elbencho_options(cfg, path_type)
     _check_randalgo_rwmixthr(cfg, path_type)
     _check_access(cfg, path_type)
+    cpu_sets(cfg)  # (--cores, --zones: each named CPU or zone exists here)
     if path_type == PathType.S3:
         _check_objects(cfg)
         return
@@ -2165,3 +2189,64 @@ def _check_access(cfg: BenchConfig, path_type: PathType | None) -> None:
         raise ConfigError(
             f"{given[0]}: only applies to files and block devices as PATHs, not {where}"
         )
+
+
+NODES = "/sys/devices/system/node"  # the NUMA zones, node<N>/cpulist each
+
+
+def _numbers(text: str, name: str) -> list[int]:
+    """A list as the kernel writes CPU lists ("0,2-3"), in order, each number once."""
+    out: list[int] = []
+    for part in text.replace(" ", "").split(","):
+        low, dash, high = part.partition("-")
+        if not (low.isdecimal() and (not dash or high.isdecimal())):
+            raise ConfigError(f"{name}: not a list of numbers and ranges such as 0,2-3 ({part!r})")
+        first, last = int(low), int(high) if dash else int(low)
+        if last < first:
+            raise ConfigError(f"{name}: range {part} runs backwards")
+        out.extend(n for n in range(first, last + 1) if n not in out)
+    return out
+
+
+def _zone_cpus(zone: int) -> frozenset[int]:
+    try:
+        with open(f"{NODES}/node{zone}/cpulist", encoding="ascii") as handle:
+            listed = handle.read().strip()
+    except OSError:
+        raise ConfigError(f"--zones: there is no NUMA zone {zone} here ({NODES})") from None
+    return frozenset(_numbers(listed, "--zones")) if listed else frozenset()
+
+
+def cpu_sets(cfg: BenchConfig) -> tuple[frozenset[int], ...]:
+    """--cores or --zones: the CPUs of each entry of the list (benchmark thread i runs on
+    entry i mod their count; the process on all of them); () when neither is given.
+    Raises :class:`ConfigError` for a core this process may not use or a zone not here."""
+    if cfg.cores is not None and cfg.zones is not None:
+        raise ConfigError("--cores: cannot be combined with --zones (bind to one or the other)")
+    allowed = os.sched_getaffinity(0)
+    if cfg.cores is not None:
+        cores = sorted(allowed) if cfg.cores == "all" else _numbers(cfg.cores, "--cores")
+        for core in cores:
+            if core not in allowed:
+                usable = ",".join(map(str, sorted(allowed)))
+                raise ConfigError(
+                    f"--cores: core {core} is not one this process may use ({usable})"
+                )
+        return tuple(frozenset((core,)) for core in cores)
+    if cfg.zones is None:
+        return ()
+    if cfg.zones == "all":
+        try:
+            with open(f"{NODES}/online", encoding="ascii") as handle:
+                zones = _numbers(handle.read().strip(), "--zones")
+        except OSError:
+            raise ConfigError(f"--zones: this kernel shows no NUMA zones ({NODES})") from None
+    else:
+        zones = _numbers(cfg.zones, "--zones")
+    sets = []
+    for zone in zones:
+        cpus = _zone_cpus(zone) & allowed
+        if not cpus:
+            raise ConfigError(f"--zones: zone {zone} has no CPU this process may use")
+        sets.append(cpus)
+    return tuple(sets)

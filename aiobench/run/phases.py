@@ -16,7 +16,7 @@ from time import perf_counter_ns, process_time_ns, thread_time_ns
 
 import anyio
 
-from aiobench.config import BenchConfig, hint_list
+from aiobench.config import BenchConfig, cpu_sets, hint_list
 from aiobench.engines.base import Engine, IoOptions
 from aiobench.engines.gate import StartGate
 from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
@@ -155,6 +155,7 @@ class PhaseRun:
             targets=ctx.targets,
             options=options,
             depth=depth,
+            cpu_sets=cpu_sets(cfg),
         )
         self.about = PhaseAbout(
             name=phase_title(cfg, layout, kind),

@@ -66,7 +66,7 @@ def test_no_elbencho_option_of_this_part_is_unknown(
 NOT_YET = frozenset(
     (
         *("--cores", "--fadv", "--flock", "--madv", "--mmap"),
-        *("--nofdsharing", "--opslog", "--opsloglock", "--readinline"),
+        *("--nofdsharing", "--readinline"),
         *("--statinline", "--zones"),
     )
 )

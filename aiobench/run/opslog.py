@@ -1,0 +1,355 @@
+"""The operations log (``--opslog FILE``, ``--opsloglock``): one JSON line per operation.
+
+elbencho's record, one line per operation once it ended: ``date`` (local time of its end,
+``%FT%T.mmm%z``), ``worker_rank`` (the global thread rank), ``op_name``, ``entry_name``,
+``offset``, ``length``, ``is_finished`` (always true: only ended operations are logged),
+``is_error``; then aiobench's own: ``phase``, ``start_unix_ns`` (its start, ns since the
+epoch), ``latency_ns`` and ``result`` (bytes moved, 0 for metadata calls, ``-errno`` for
+the failed one; that line's ``latency_ns`` and ``start_unix_ns`` are null, engines record
+no end of it).
+
+Lines are made from a run's timings once the engine handed the run back
+(:class:`~aiobench.engines.base.RawBatch`), in the slot's thread, outside the engine's
+timed loop: no operation's latency includes the logging, and memory is bounded by one
+chunk of :data:`CHUNK_LINES` lines. Each chunk goes out in one ``O_APPEND`` write (more if
+the kernel takes it in pieces) under the process's lock, and with ``--opsloglock`` under an
+exclusive ``flock`` of the file too, so that processes sharing the file (MPI ranks, hosts
+on a shared filesystem) never interleave their lines.
+
+Granularity. File mode: one line per block read or written (``pread``/``pwrite``; with
+Linux AIO, ``aioread``/``aiowrite``), the targets being opened once before the phases.
+Dir mode: one line per entry (``mkdirat``, ``fstatat``, ``unlinkat`` for files and dirs,
+``write_file``/``read_file`` for a whole file: its open, its blocks and its close), and in
+WRITE and READ one more line per block of each file (``pwrite``/``pread``). Object storage:
+one line per request of an entry (``PutObject``, ``GetObject``, ...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from aiobench.engines.base import RawBatch
+from aiobench.errors import BenchIOError, ConfigError
+from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
+from aiobench.plan.dirmode import EntryRun
+from aiobench.plan.workload import OpRun
+from aiobench.render import outfiles
+from aiobench.text import printable
+
+OPTION = "--opslog"
+# Lines handed to the kernel in one write: ~0.8 MiB at ~200 bytes a line, so a run of
+# 65,536 operations (the most one run holds) never has more than this in memory at once,
+# and the lock is taken ~16 times for it, not once per line.
+CHUNK_LINES = 4096
+# elbencho's mode for the log (rw-rw-r--, before the umask).
+LOG_MODE = 0o664
+
+# Dir mode's entry operations by phase; the syscall where the entry is one.
+_ENTRY_OPS = {
+    MKDIRS: "mkdirat",
+    STAT: "fstatat",
+    RMFILES: "unlinkat",
+    RMDIRS: "unlinkat",
+    WRITE: "write_file",
+    READ: "read_file",
+}
+# Object storage names its requests as the S3 API does.
+_OBJECT_OPS = {
+    MKDIRS: "CreateBucket",
+    WRITE: "PutObject",
+    READ: "GetObject",
+    STAT: "HeadObject",
+    RMFILES: "DeleteObject",
+    RMDIRS: "DeleteBucket",
+}
+# A line's fields: (op name, entry name as JSON, offset, length, start, end, result).
+_Row = tuple[str, str, int, int, int, int, int]
+# --s3mix's kinds (aiobench.engines.s3.mixed.OP_NAMES)
+_MIXED_OPS = {
+    "GET": "GetObject",
+    "PUT": "PutObject",
+    "DELETE": "DeleteObject",
+    "STAT": "HeadObject",
+}
+
+
+def _reason(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or str(exc)
+    return f"{name} ({text})" if name else text
+
+
+def checked_path(path: str) -> str:
+    """Where ``--opslog``'s ``path`` leads (symlinks followed, as for the result files),
+    if a log can be appended there: an existing regular file or a new one in an existing
+    dir; otherwise a usage error naming the option and the file. Reads only."""
+    shown = printable(path)
+    try:
+        place = outfiles.locate(path)
+    except OSError as exc:
+        raise ConfigError(f"{OPTION}: {shown}: {_reason(exc)}") from None
+    why = outfiles.refusal(place)
+    if why is not None:
+        raise ConfigError(f"{OPTION}: {shown} {why}")
+    if place.kind not in (outfiles.REGULAR, outfiles.NEW):
+        # A device node, FIFO, socket or descriptor is never appended to (nor replaced).
+        raise ConfigError(f"{OPTION}: {shown} is not a regular file")
+    directory = os.path.dirname(place.real)
+    if place.kind == outfiles.NEW and not os.path.isdir(directory):
+        raise ConfigError(f"{OPTION}: directory of {shown} does not exist")
+    target = directory if place.kind == outfiles.NEW else place.real
+    if not os.access(target, os.W_OK):
+        raise ConfigError(f"{OPTION}: cannot write to {printable(target)}")
+    return place.real
+
+
+class _Dates:
+    """elbencho's ``date``: local time with milliseconds and the UTC offset, the seconds'
+    part formatted once per second, not once per line."""
+
+    __slots__ = ("_prefix", "_second")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ("", "")
+
+    def of(self, unix_ns: int) -> str:
+        second, rest = divmod(unix_ns, 1_000_000_000)
+        if second != self._second:
+            local = time.localtime(second)
+            self._second = second
+            self._prefix = (time.strftime("%Y-%m-%dT%H:%M:%S", local), time.strftime("%z", local))
+        return f"{self._prefix[0]}.{rest // 1_000_000:03d}{self._prefix[1]}"
+
+
+@dataclass(slots=True)
+class OpsLog:
+    """The open log of this process; shared by every slot thread of every phase."""
+
+    fd: int
+    path: str  # as the user gave it (for messages)
+    lock_file: bool  # --opsloglock
+    created: bool = False  # this run made the file (removed again if setup fails)
+    # perf_counter_ns (CLOCK_MONOTONIC, the engines' clock) -> ns since the epoch.
+    to_unix_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
+    failure: str | None = None  # the first write that failed: later lines are dropped
+    lines: int = 0  # lines written
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def open(cls, path: str, *, lock_file: bool) -> OpsLog:
+        """Open (create) the log to append to; a usage error naming it if it cannot be."""
+        real = checked_path(path)
+        created = not os.path.lexists(real)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            # (O_NONBLOCK: a FIFO put in its place since the check fails instead of waiting)
+            fd = os.open(real, flags | os.O_NONBLOCK, LOG_MODE)
+        except OSError as exc:
+            raise ConfigError(f"{OPTION}: {printable(path)}: {_reason(exc)}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ConfigError(f"{OPTION}: {printable(path)} is not a regular file")
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(fd=fd, path=path, lock_file=lock_file, created=created)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def undo(self) -> None:
+        """Setup failed elsewhere: close, and remove the file if this run made it and it is
+        still empty."""
+        fd = self.fd
+        with contextlib.suppress(OSError):
+            if self.created and fd >= 0 and os.fstat(fd).st_size == 0:
+                os.unlink(self.path)
+        self.close()
+
+    def phase(
+        self,
+        kind: PhaseKind,
+        name: str,
+        paths: Sequence[str],
+        *,
+        depth: int = 1,
+        objects: bool = False,
+    ) -> PhaseLog:
+        """The writer of one phase's lines (``objects``: its entries are S3 objects)."""
+        return PhaseLog(self, kind, name, tuple(paths), depth, objects)
+
+    def append(self, lines: list[str]) -> None:
+        """Write ``lines`` (each ending in a newline) at the end of the file, whole."""
+        if not lines or self.failure is not None:
+            return
+        data = "".join(lines).encode("utf-8", "surrogateescape")
+        with self._lock:
+            if self.failure is not None or self.fd < 0:
+                return
+            try:
+                if self.lock_file:
+                    with outfiles.locked(self.fd):
+                        outfiles.write_all(self.fd, data)
+                else:
+                    outfiles.write_all(self.fd, data)
+            except OSError as exc:
+                self.failure = f"{OPTION}: {printable(self.path)}: {_reason(exc)}"
+                return
+            self.lines += len(lines)
+
+
+@dataclass(slots=True)
+class PhaseLog:
+    """One phase's lines: made from each run's batch (:meth:`record`)."""
+
+    log: OpsLog
+    kind: PhaseKind
+    name: str
+    paths: tuple[str, ...]
+    depth: int
+    objects: bool
+    _names: dict[int, str] = field(default_factory=dict)  # path index -> its JSON string
+    _dates: _Dates = field(default_factory=_Dates)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, run: OpRun | EntryRun, raw: RawBatch, rank: int) -> None:
+        """Log what ``raw`` says ``run``'s operations did (called in the slot's thread;
+        slots of a phase share this writer, so the date cache is guarded)."""
+        if self.log.failure is not None:
+            return
+        lines: list[str] = []
+        with self._guard:
+            rows = (
+                self._file_rows(run, raw) if isinstance(run, OpRun) else self._entry_rows(run, raw)
+            )
+            for row in rows:
+                lines.append(self._line(rank, *row))
+                if len(lines) >= CHUNK_LINES:
+                    self.log.append(lines)
+                    lines = []
+            if raw.error is not None:
+                lines.append(self._error_line(run, raw, rank, raw.error))
+        self.log.append(lines)
+
+    def _line(
+        self, rank: int, op: str, entry: str, offset: int, length: int, start: int, end: int,
+        result: int,
+    ) -> str:  # fmt: skip
+        shift = self.log.to_unix_ns
+        return (
+            f'{{"date": "{self._dates.of(end + shift)}", "worker_rank": {rank}, '
+            f'"op_name": "{op}", "entry_name": {entry}, "offset": {offset}, '
+            f'"length": {length}, "is_finished": true, "is_error": false, '
+            f'"phase": "{self.name}", "start_unix_ns": {start + shift}, '
+            f'"latency_ns": {end - start}, "result": {result}}}\n'
+        )
+
+    def _error_line(
+        self, run: OpRun | EntryRun, raw: RawBatch, rank: int, error: BenchIOError
+    ) -> str:
+        done = int(raw.ends.size)
+        if isinstance(run, OpRun):
+            op = self._file_op(run, done) if done < len(run) else self._file_op(run, 0)
+            length = run.length
+        else:
+            op = self._entry_op(run, done) if done < len(run) else self._entry_op(run, 0)
+            length = 0
+        record = {
+            "date": self._dates.of(time.time_ns()),
+            "worker_rank": rank,
+            "op_name": op,
+            "entry_name": error.path,
+            "offset": error.offset or 0,
+            "length": length,
+            "is_finished": True,
+            "is_error": True,
+            "phase": self.name,
+            "start_unix_ns": None,
+            "latency_ns": None,
+            "result": -error.errno if error.errno else -errno.EIO,
+            "error": str(error),
+        }
+        return json.dumps(record) + "\n"
+
+    def _path(self, index: int) -> str:
+        name = self._names.get(index)
+        if name is None:
+            name = self._names[index] = json.dumps(self.paths[index])
+        return name
+
+    def _file_op(self, run: OpRun, k: int) -> str:
+        reads = self.kind == READ
+        if run.mix is not None:
+            reads = bool(run.mix.is_read(run.first_seq + k, 1)[0])
+        aio = "aio" if self.depth > 1 else "p"
+        return f"{aio}read" if reads else f"{aio}write"
+
+    def _file_rows(self, run: OpRun, raw: RawBatch) -> Iterator[_Row]:
+        """File mode: a row per block read or written."""
+        starts, ends = raw.starts.tolist(), raw.ends.tolist()
+        done = len(ends)
+        length = run.length
+        if run.mix is not None:
+            reads = run.mix.is_read(run.first_seq, done).tolist()
+            names = ["pread" if r else "pwrite" for r in reads]
+        else:
+            names = [self._file_op(run, 0)] * done
+        index = run.path_index
+        for k in range(done):
+            path = self._path(index if isinstance(index, int) else index[k])
+            yield names[k], path, run.offsets[k], length, starts[k], ends[k], length
+
+    def _entry_op(self, run: EntryRun, k: int) -> str:
+        if self.objects:
+            if run.ops is not None:
+                return _MIXED_OPS.get(run.ops[k], run.ops[k])
+            return _OBJECT_OPS.get(self.kind, self.kind.value)
+        return _ENTRY_OPS.get(self.kind, self.kind.value)
+
+    def _entry_name(self, run: EntryRun, k: int) -> str:
+        index, parent = run.parent_of(k)
+        return json.dumps(os.path.join(self.paths[index], parent, run.leaves[k]))
+
+    def _entry_rows(self, run: EntryRun, raw: RawBatch) -> Iterator[_Row]:
+        """Dir mode: a row per entry and (files, not objects) a row per block of it."""
+        starts, ends = raw.starts.tolist(), raw.ends.tolist()
+        io_starts, io_ends = raw.io_starts.tolist(), raw.io_ends.tolist()
+        per = run.blocks_per_entry if not self.objects and self.kind in (READ, WRITE) else 0
+        block_op = "pread" if self.kind == READ else "pwrite"
+        moved = run.size if self.kind in (READ, WRITE) else 0
+        entries = len(ends)
+        # (the blocks done of the entry a run stopped in count too: io_ends has them)
+        for k in range(min(len(run), entries + (1 if per and len(io_ends) > entries * per else 0))):
+            name = self._entry_name(run, k)
+            offset = run.offsets[k] if run.offsets is not None else run.start
+            if per:
+                first = k * per
+                for j in range(first, min(first + per, len(io_ends))):
+                    at = (j - first) * run.block
+                    size = min(run.block, run.size - at)
+                    yield block_op, name, run.start + at, size, io_starts[j], io_ends[j], size
+            if k < entries:
+                op = self._entry_op(run, k)
+                yield op, name, offset, moved, starts[k], ends[k], moved
+
+
+def open_opslog(path: str | None, *, lock_file: bool) -> OpsLog | None:
+    """The run's log if ``--opslog`` is given; a usage error naming it if it cannot be."""
+    return None if path is None else OpsLog.open(path, lock_file=lock_file)
+
+
+def undo_opslog(log: OpsLog | None) -> None:
+    if log is not None:
+        log.undo()

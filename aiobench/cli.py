@@ -267,9 +267,6 @@ def bench(**options: Any) -> int:
         if opslog is not None:
             opslog.close()
     code = exit_code(result)
-    if opslog is not None and opslog.failure is not None:
-        print(f"Error: {opslog.failure}", file=sys.stderr)
-        code = code or 1
     if outputs is not None:
         skipped = skipped_note(cfg, resolved, result)
         if skipped is not None:
@@ -282,6 +279,9 @@ def bench(**options: Any) -> int:
             notes = [*(setup if isinstance(setup, list) else []), *ended]
             result = dataclasses.replace(result, meta=result.meta | {"notes": notes})
         code = _report_end(cfg, result, outputs, job)
+    if opslog is not None and opslog.failure is not None:  # (each process says its own)
+        print(f"Error: {opslog.failure}", file=sys.stderr)
+        code = code or EXIT_IO_ERROR
     job.finish()
     return code
 

@@ -201,13 +201,35 @@ class OpsLog:
             try:
                 if self.lock_file:
                     with outfiles.locked(self.fd):
-                        outfiles.write_all(self.fd, data)
+                        self._write(data)
                 else:
-                    outfiles.write_all(self.fd, data)
+                    self._write(data)
             except OSError as exc:
                 self.failure = f"{OPTION}: {printable(self.path)}: {_reason(exc)}"
                 return
             self.lines += len(lines)
+
+    def _write(self, data: bytes) -> None:
+        """Append ``data``; if only part of it fits (a full filesystem), cut the file back
+        to the last whole line of it and raise the error the rest got."""
+        view = memoryview(data)
+        written = 0
+        while written < len(data):
+            try:
+                written += os.write(self.fd, view[written:])
+            except OSError:
+                if written:
+                    self._cut_back(data, written)
+                raise
+
+    def _cut_back(self, data: bytes, written: int) -> None:
+        # O_APPEND left the file offset at the end of our bytes; cut only if nothing was
+        # appended after them (another process's lines are never cut).
+        with contextlib.suppress(OSError):
+            end = os.lseek(self.fd, 0, os.SEEK_CUR)
+            if os.fstat(self.fd).st_size == end:
+                whole = data.rfind(b"\n", 0, written) + 1
+                os.ftruncate(self.fd, end - written + whole)
 
 
 @dataclass(slots=True)
@@ -263,6 +285,9 @@ class PhaseLog:
         if isinstance(run, OpRun):
             op = self._file_op(run, done) if done < len(run) else self._file_op(run, 0)
             length = run.length
+        elif error.offset is not None and not self.objects and self.kind in (READ, WRITE):
+            op = "pread" if self.kind == READ else "pwrite"  # a block of the file failed
+            length = min(run.block, max(run.size - (error.offset - run.start), 0))
         else:
             op = self._entry_op(run, done) if done < len(run) else self._entry_op(run, 0)
             length = 0

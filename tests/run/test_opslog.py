@@ -1,0 +1,345 @@
+"""--opslog FILE and --opsloglock (#24): one JSON line per operation, appended, locked.
+
+Real runs of the CLI on real files; the lock is seen from another process (/proc/locks).
+"""
+
+from __future__ import annotations
+
+import collections
+import errno
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    RunCli,
+    assert_usage_error,
+    listing,
+    mounted_tmpfs,
+    mpirun,
+    needs_mpi,
+)
+
+pytestmark = pytest.mark.slow  # real CLI runs
+
+# elbencho's keys (OpsLogger), then aiobench's own.
+ELBENCHO_KEYS = (
+    "date", "worker_rank", "op_name", "entry_name", "offset", "length", "is_finished",
+    "is_error",
+)  # fmt: skip
+KEYS = (*ELBENCHO_KEYS, "phase", "start_unix_ns", "latency_ns", "result")
+BLOCK = 4096
+
+
+def _records(log: Path) -> list[dict[str, Any]]:
+    """Every line of the log as JSON (each must be one whole object, newline-ended)."""
+    text = log.read_text(encoding="utf-8")
+    assert text.endswith("\n")
+    records = []
+    for line in text.splitlines():
+        record = json.loads(line)
+        assert isinstance(record, dict), line
+        records.append(record)
+    return records
+
+
+def _check_ok(record: dict[str, Any]) -> None:
+    assert tuple(record) == KEYS, record
+    assert record["is_finished"] is True and record["is_error"] is False
+    assert isinstance(record["latency_ns"], int) and record["latency_ns"] >= 0
+    assert record["result"] == record["length"]
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_file_mode_has_one_line_per_block_written_and_read(
+    tmp_path: Path, run_cli: RunCli, engine: str
+) -> None:
+    """-w -r of N blocks over 2 threads: N pwrite lines then N pread lines, each block's
+    offset once, its length, the thread's rank and a latency."""
+    blocks = 24
+    target = tmp_path / "f"
+    log = tmp_path / "ops.log"
+    started_ns = time.time_ns()
+    proc = run_cli(
+        "-w", "-r", "-t", "2", "-s", str(blocks * BLOCK), "-b", str(BLOCK), "--nolive",
+        "--ioengine", engine, "--opslog", str(log), str(target),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    assert len(records) == 2 * blocks
+    for record in records:
+        _check_ok(record)
+        assert record["entry_name"] == str(target)
+        assert record["length"] == BLOCK
+        assert started_ns <= record["start_unix_ns"] <= time.time_ns()
+    writes = [r for r in records if r["phase"] == "WRITE"]
+    reads = [r for r in records if r["phase"] == "READ"]
+    assert {r["op_name"] for r in writes} == {"pwrite"}
+    assert {r["op_name"] for r in reads} == {"pread"}
+    expected = [k * BLOCK for k in range(blocks)]
+    assert sorted(r["offset"] for r in writes) == expected
+    assert sorted(r["offset"] for r in reads) == expected
+    assert {r["worker_rank"] for r in records} == {0, 1}
+    assert records.index(reads[0]) == blocks  # the reads come after every write
+
+
+def test_the_log_is_appended_to(tmp_path: Path, run_cli: RunCli) -> None:
+    """A second run adds its lines after what the file held (O_APPEND, no truncation)."""
+    log = tmp_path / "ops.log"
+    log.write_text('{"earlier": true}\n', encoding="utf-8")
+    args = ("-w", "-s", "16k", "-b", "4k", "--nolive", "--opslog", str(log), str(tmp_path / "f"))
+    for _ in range(2):
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    assert records[0] == {"earlier": True}
+    assert [r["op_name"] for r in records[1:]] == ["pwrite"] * 8
+
+
+def test_rwmix_names_each_operation_read_or_write(tmp_path: Path, run_cli: RunCli) -> None:
+    """--rwmixpct 50: each line names what its operation did, by elbencho's rule (one
+    thread: operation n, at block n, reads if n % 100 < 50)."""
+    target = tmp_path / "f"
+    target.write_bytes(b"\0" * 64 * BLOCK)
+    log = tmp_path / "ops.log"
+    proc = run_cli(
+        "-w", "--rwmixpct", "50", "-t", "1", "-s", str(64 * BLOCK), "-b", str(BLOCK),
+        "--nolive", "--opslog", str(log), str(target),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    assert sorted(r["offset"] for r in records) == [k * BLOCK for k in range(64)]
+    for record in records:
+        n = record["offset"] // BLOCK
+        assert record["op_name"] == ("pread" if n % 100 < 50 else "pwrite"), record
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_dir_mode_has_a_line_per_entry_and_per_block(
+    tmp_path: Path, run_cli: RunCli, engine: str
+) -> None:
+    """All six dir-mode phases: a line per dir and per file operation, and in WRITE and
+    READ a line per block of each file (10 KiB files in 4 KiB blocks: 4k, 4k, 2k)."""
+    root = tmp_path / "d"
+    root.mkdir()
+    log = tmp_path / "ops.log"
+    threads, dirs, files = 2, 2, 3
+    proc = run_cli(
+        "-d", "-w", "--stat", "-r", "-F", "-D", "-t", str(threads), "-n", str(dirs),
+        "-N", str(files), "-s", "10k", "-b", "4k", "--nolive", "--ioengine", engine,
+        "--opslog", str(log), str(root),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    for record in records:
+        _check_ok(record)
+    count = collections.Counter((r["phase"], r["op_name"]) for r in records)
+    n_dirs, n_files = threads * dirs, threads * dirs * files
+    assert count == {
+        ("MKDIRS", "mkdirat"): n_dirs,
+        ("WRITE", "write_file"): n_files,
+        ("WRITE", "pwrite"): 3 * n_files,
+        ("STAT", "fstatat"): n_files,
+        ("READ", "read_file"): n_files,
+        ("READ", "pread"): 3 * n_files,
+        ("RMFILES", "unlinkat"): n_files,
+        ("RMDIRS", "unlinkat"): n_dirs,
+    }
+    made = {r["entry_name"] for r in records if r["op_name"] == "write_file"}
+    assert len(made) == n_files and all(name.startswith(f"{root}/r") for name in made)
+    for phase, name in (("STAT", "fstatat"), ("READ", "read_file"), ("RMFILES", "unlinkat")):
+        assert {
+            r["entry_name"] for r in records if (r["phase"], r["op_name"]) == (phase, name)
+        } == made
+    assert {r["entry_name"] for r in records if r["op_name"] == "mkdirat"} == {
+        r["entry_name"] for r in records if r["phase"] == "RMDIRS"
+    }
+    blocks = collections.defaultdict(list)
+    for r in records:
+        if r["op_name"] in ("pwrite", "pread"):
+            blocks[(r["op_name"], r["entry_name"])].append((r["offset"], r["length"]))
+    assert set(blocks) == {(op, name) for op in ("pwrite", "pread") for name in made}
+    for parts in blocks.values():
+        assert sorted(parts) == [(0, 4096), (4096, 4096), (8192, 2048)]
+    write_files = [r for r in records if r["op_name"] == "write_file"]
+    assert all(r["length"] == 10 * 1024 and r["result"] == 10 * 1024 for r in write_files)
+
+
+def test_a_failed_operation_is_logged_as_an_error(tmp_path: Path, run_cli: RunCli) -> None:
+    """Dir mode writing onto a full filesystem: the run fails (exit 1); the blocks and
+    files done are logged, and the block that failed is a line with is_error, -ENOSPC
+    as its result and no latency."""
+    with mounted_tmpfs(tmp_path / "mnt", "size=64k") as mnt:
+        log = tmp_path / "ops.log"
+        proc = run_cli(
+            "-d", "-w", "-t", "1", "-n", "1", "-N", "8", "-s", "32k", "-b", "4k", "--force",
+            "--nolive",
+            "--opslog", str(log), str(mnt),
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        records = _records(log)
+        *done, failed = records
+        assert failed["is_error"] is True and failed["op_name"] == "pwrite"
+        assert failed["result"] == -errno.ENOSPC and "ENOSPC" in failed["error"]
+        assert failed["latency_ns"] is None and failed["start_unix_ns"] is None
+        assert failed["entry_name"].startswith(f"{mnt}/r0/d0/r0-f")
+        assert done, "the blocks written before it are logged"
+        for record in done:
+            _check_ok(record)
+        whole = [r["entry_name"] for r in done if r["op_name"] == "write_file"]
+        assert failed["entry_name"] not in whole
+        blocks = [r for r in done if r["entry_name"] == failed["entry_name"]]
+        assert sorted(r["offset"] for r in blocks) == list(range(0, failed["offset"], BLOCK))
+
+
+@pytest.mark.parametrize("case", ["dir", "no-parent", "fifo", "chardev", "lock-alone", "empty"])
+def test_a_bad_log_path_is_a_usage_error_and_touches_nothing(
+    tmp_path: Path, run_cli: RunCli, case: str
+) -> None:
+    """One Error line naming --opslog (or --opsloglock), exit 2, no file made."""
+    target = tmp_path / "f"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "sub").mkdir()
+    args: tuple[str, ...] = {
+        "dir": ("--opslog", str(tmp_path / "sub")),
+        "no-parent": ("--opslog", str(tmp_path / "missing" / "ops.log")),
+        "fifo": ("--opslog", str(fifo)),
+        "chardev": ("--opslog", "/dev/null"),
+        "lock-alone": ("--opsloglock",),
+        "empty": ("--opslog", ""),
+    }[case]
+    before = listing(tmp_path)
+    proc = run_cli("-w", "-s", "8k", "--nolive", *args, str(target))
+    assert_usage_error(proc, ["--opsloglock" if case == "lock-alone" else "--opslog"])
+    assert listing(tmp_path) == before
+
+
+def test_a_log_through_a_symlink_is_written_at_its_end(tmp_path: Path, run_cli: RunCli) -> None:
+    """A symlink the user names leads to the log (as for the result files); it stays a
+    symlink."""
+    real = tmp_path / "real.log"
+    link = tmp_path / "link.log"
+    link.symlink_to(real)
+    proc = run_cli(
+        "-w", "-s", "8k", "-b", "4k", "--nolive", "--opslog", str(link), str(tmp_path / "f")
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink() and len(_records(real)) == 2
+
+
+def _blocked_flock_waiters(inode: int) -> int:
+    """Processes waiting (``->``) for a FLOCK on the file with ``inode`` (/proc/locks)."""
+    waiting = 0
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and "FLOCK" in fields:
+            device_inode = fields[
+                fields.index("FLOCK") + 4
+            ]  # (->, FLOCK, ADVISORY, WRITE, pid, dev:ino)
+            if int(device_inode.rsplit(":", 1)[1]) == inode:
+                waiting += 1
+    return waiting
+
+
+def _aiobench(*args: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    return subprocess.Popen(
+        [sys.executable, "-m", "aiobench", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("locking", [True, False])
+def test_opsloglock_waits_for_the_files_lock(tmp_path: Path, locking: bool) -> None:
+    """While another process holds flock(LOCK_EX) on the log, a run with --opsloglock waits
+    for it (the kernel lists it as a waiter) and writes nothing; once it is released the
+    run ends with its lines. Without --opsloglock the run does not wait."""
+    log = tmp_path / "ops.log"
+    log.touch()
+    lock = ("--opsloglock",) if locking else ()
+    args = ("-w", "-s", "16k", "-b", "4k", "--nolive", "--opslog", str(log), *lock)
+    with open(log, "ab") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        proc = _aiobench(*args, str(tmp_path / "f"))
+        try:
+            if locking:
+                deadline = time.monotonic() + 60
+                while not _blocked_flock_waiters(os.stat(log).st_ino):
+                    assert proc.poll() is None, proc.communicate()
+                    assert time.monotonic() < deadline, "no process waits for the lock"
+                    time.sleep(0.05)
+                assert log.stat().st_size == 0
+                assert proc.poll() is None
+            else:
+                proc.wait(timeout=60)
+                assert proc.returncode == 0
+        finally:
+            fcntl.flock(holder, fcntl.LOCK_UN)
+            _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert [r["op_name"] for r in _records(log)] == ["pwrite"] * 4
+
+
+def test_two_processes_appending_with_opsloglock_leave_whole_lines(tmp_path: Path) -> None:
+    """Two runs at once, each of 4 threads writing 2048 blocks of 512 bytes, into one log
+    with --opsloglock: every line is whole and each run's operations are all there."""
+    log = tmp_path / "ops.log"
+    blocks = 2048
+    args = ("-w", "-t", "4", "-s", str(blocks * 512), "-b", "512", "--nolive")
+    procs = [
+        _aiobench(*args, "--opslog", str(log), "--opsloglock", str(tmp_path / f"f{i}"))
+        for i in range(2)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    records = _records(log)
+    for record in records:
+        _check_ok(record)
+    per_file = collections.Counter(r["entry_name"] for r in records)
+    assert per_file == {str(tmp_path / "f0"): blocks, str(tmp_path / "f1"): blocks}
+
+
+def test_a_full_filesystem_under_the_log_is_reported_and_the_run_goes_on(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """The log's filesystem fills up: one Error line naming --opslog and ENOSPC, exit 1,
+    the benchmark's result still reported."""
+    with mounted_tmpfs(tmp_path / "mnt", "size=64k") as mnt:
+        log = mnt / "ops.log"
+        proc = run_cli(
+            "-w", "-s", "4m", "-b", "4k", "--nolive", "--json", "-", "--opslog", str(log),
+            str(tmp_path / "f"),
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
+        assert len(errors) == 1 and "--opslog" in errors[0] and "ENOSPC" in errors[0]
+        doc = json.loads(proc.stdout)
+        assert doc["phases"][0]["last_done"]["ops"] == 1024
+        lines = log.read_bytes().splitlines(keepends=True)
+        assert 0 < len(lines) < 1024
+        for line in lines:
+            json.loads(line)  # (whole chunks only: no line cut where the space ran out)
+
+
+@needs_mpi
+def test_every_mpi_rank_appends_to_the_one_log(tmp_path: Path) -> None:
+    """mpirun -n 2 with --opsloglock: one log with both ranks' lines, each block once."""
+    log = tmp_path / "ops.log"
+    target = tmp_path / "f"
+    proc = mpirun(
+        2, "-w", "-t", "1", "-s", "64k", "-b", "4k", "--nolive", "--opslog", str(log),
+        "--opsloglock", str(target),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    assert {r["worker_rank"] for r in records} == {0, 1}
+    assert sorted(r["offset"] for r in records) == [k * BLOCK for k in range(16)]

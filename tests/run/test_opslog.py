@@ -208,17 +208,17 @@ def test_a_bad_log_path_is_a_usage_error_and_touches_nothing(
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     (tmp_path / "sub").mkdir()
-    args: tuple[str, ...] = {
-        "dir": ("--opslog", str(tmp_path / "sub")),
-        "no-parent": ("--opslog", str(tmp_path / "missing" / "ops.log")),
-        "fifo": ("--opslog", str(fifo)),
-        "chardev": ("--opslog", "/dev/null"),
-        "lock-alone": ("--opsloglock",),
-        "empty": ("--opslog", ""),
+    args, reason = {
+        "dir": (("--opslog", str(tmp_path / "sub")), "is a directory"),
+        "no-parent": (("--opslog", str(tmp_path / "no" / "ops.log")), "directory of"),
+        "fifo": (("--opslog", str(fifo)), "is not a regular file"),
+        "chardev": (("--opslog", "/dev/null"), "is not a regular file"),
+        "lock-alone": (("--opsloglock",), "--opsloglock: only applies with --opslog"),
+        "empty": (("--opslog", ""), "--opslog: give a file name"),
     }[case]
     before = listing(tmp_path)
     proc = run_cli("-w", "-s", "8k", "--nolive", *args, str(target))
-    assert_usage_error(proc, ["--opsloglock" if case == "lock-alone" else "--opslog"])
+    assert_usage_error(proc, ["--opslog", reason])
     assert listing(tmp_path) == before
 
 

@@ -2111,3 +2111,5 @@ def _check_opslog(cfg: BenchConfig) -> None:
         raise ConfigError("--opslog: give a file name")
     if cfg.opsloglock and cfg.opslog_path is None:
         raise ConfigError("--opsloglock: only applies with --opslog")
+    if cfg.netbench and cfg.opslog_path is not None:
+        raise ConfigError("--opslog: does not apply to --netbench (no file or object I/O)")

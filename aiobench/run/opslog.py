@@ -21,7 +21,8 @@ Linux AIO, ``aioread``/``aiowrite``), the targets being opened once before the p
 Dir mode: one line per entry (``mkdirat``, ``fstatat``, ``unlinkat`` for files and dirs,
 ``write_file``/``read_file`` for a whole file: its open, its blocks and its close), and in
 WRITE and READ one more line per block of each file (``pwrite``/``pread``). Object storage:
-one line per request of an entry (``PutObject``, ``GetObject``, ...).
+one line per object or bucket request (``PutObject``, ``GetObject``, ...; a multipart
+upload is one line).
 """
 
 from __future__ import annotations
@@ -345,7 +346,8 @@ class PhaseLog:
 
     def _entry_name(self, run: EntryRun, k: int) -> str:
         index, parent = run.parent_of(k)
-        return json.dumps(os.path.join(self.paths[index], parent, run.leaves[k]))
+        parts = [part for part in (parent, run.leaves[k]) if part]  # (a bucket: neither)
+        return json.dumps(os.path.join(self.paths[index], *parts))
 
     def _entry_rows(self, run: EntryRun, raw: RawBatch) -> Iterator[_Row]:
         """Dir mode: a row per entry and (files, not objects) a row per block of it."""
@@ -354,6 +356,8 @@ class PhaseLog:
         per = run.blocks_per_entry if not self.objects and self.kind in (READ, WRITE) else 0
         block_op = "pread" if self.kind == READ else "pwrite"
         moved = run.size if self.kind in (READ, WRITE) else 0
+        if moved and run.offsets is not None:  # (object storage's --rand: a block each)
+            moved = min(run.block, run.size)
         entries = len(ends)
         # (the blocks done of the entry a run stopped in count too: io_ends has them)
         for k in range(min(len(run), entries + (1 if per and len(io_ends) > entries * per else 0))):

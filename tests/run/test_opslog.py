@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tests.helpers import (
     mpirun,
     needs_mpi,
 )
+from tests.s3server import S3Server, s3_server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow  # real CLI runs
 
@@ -199,7 +201,9 @@ def test_a_failed_operation_is_logged_as_an_error(tmp_path: Path, run_cli: RunCl
         assert sorted(r["offset"] for r in blocks) == list(range(0, failed["offset"], BLOCK))
 
 
-@pytest.mark.parametrize("case", ["dir", "no-parent", "fifo", "chardev", "lock-alone", "empty"])
+@pytest.mark.parametrize(
+    "case", ["dir", "no-parent", "fifo", "chardev", "lock-alone", "empty", "netbench"]
+)
 def test_a_bad_log_path_is_a_usage_error_and_touches_nothing(
     tmp_path: Path, run_cli: RunCli, case: str
 ) -> None:
@@ -208,6 +212,7 @@ def test_a_bad_log_path_is_a_usage_error_and_touches_nothing(
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     (tmp_path / "sub").mkdir()
+    net = ("--netbench", "--servers", "127.0.0.1", "--clients", "127.0.0.1")
     args, reason = {
         "dir": (("--opslog", str(tmp_path / "sub")), "is a directory"),
         "no-parent": (("--opslog", str(tmp_path / "no" / "ops.log")), "directory of"),
@@ -215,6 +220,7 @@ def test_a_bad_log_path_is_a_usage_error_and_touches_nothing(
         "chardev": (("--opslog", "/dev/null"), "is not a regular file"),
         "lock-alone": (("--opsloglock",), "--opsloglock: only applies with --opslog"),
         "empty": (("--opslog", ""), "--opslog: give a file name"),
+        "netbench": ((*net, "--opslog", str(tmp_path / "l")), "does not apply to --netbench"),
     }[case]
     before = listing(tmp_path)
     proc = run_cli("-w", "-s", "8k", "--nolive", *args, str(target))
@@ -343,3 +349,38 @@ def test_every_mpi_rank_appends_to_the_one_log(tmp_path: Path) -> None:
     records = _records(log)
     assert {r["worker_rank"] for r in records} == {0, 1}
     assert sorted(r["offset"] for r in records) == [k * BLOCK for k in range(16)]
+
+
+def test_object_storage_has_a_line_per_request(
+    tmp_path: Path,
+    run_cli: RunCli,
+    s3_server: S3Server,  # noqa: F811
+) -> None:
+    """S3: a line per bucket made and removed and per PUT, HEAD, GET and DELETE, named as
+    the S3 API names them, each object by bucket and key."""
+    bucket = f"aiobench-{uuid.uuid4().hex[:12]}"
+    log = tmp_path / "ops.log"
+    proc = run_cli(
+        "-d", "-w", "--stat", "-r", "-F", "-D", "-t", "2", "-n", "1", "-N", "3", "-s", "4k",
+        "-b", "4k", "--nolive", "--s3endpoints", s3_server.endpoint, "--s3key",
+        s3_server.access_key, "--s3secret", s3_server.secret_key, "--opslog", str(log),
+        f"s3://{bucket}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    for record in records:
+        _check_ok(record)
+    count = collections.Counter((r["phase"], r["op_name"]) for r in records)
+    assert count == {
+        ("MKBUCKETS", "CreateBucket"): 1,
+        ("WRITE", "PutObject"): 6,
+        ("STAT", "HeadObject"): 6,
+        ("READ", "GetObject"): 6,
+        ("RMOBJECTS", "DeleteObject"): 6,
+        ("RMBUCKETS", "DeleteBucket"): 1,
+    }
+    objects = {f"s3://{bucket}/r{t}/d0/r{t}-f{f}" for t in range(2) for f in range(3)}
+    for phase in ("WRITE", "STAT", "READ", "RMOBJECTS"):
+        assert {r["entry_name"] for r in records if r["phase"] == phase} == objects
+    buckets = [r["entry_name"] for r in records if r["phase"] in ("MKBUCKETS", "RMBUCKETS")]
+    assert buckets == [f"s3://{bucket}"] * 2

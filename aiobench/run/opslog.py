@@ -243,36 +243,32 @@ class PhaseLog:
     paths: tuple[str, ...]
     depth: int
     objects: bool
-    _names: dict[int, str] = field(default_factory=dict)  # path index -> its JSON string
-    _dates: _Dates = field(default_factory=_Dates)
-    _guard: threading.Lock = field(default_factory=threading.Lock)
+    # path index -> its JSON string (slots of the phase share it: each entry is set whole)
+    _names: dict[int, str] = field(default_factory=dict)
 
     def record(self, run: OpRun | EntryRun, raw: RawBatch, rank: int) -> None:
-        """Log what ``raw`` says ``run``'s operations did (called in the slot's thread;
-        slots of a phase share this writer, so the date cache is guarded)."""
+        """Log what ``raw`` says ``run``'s operations did (called in the slot's thread)."""
         if self.log.failure is not None:
             return
+        dates = _Dates()  # (one a run: the slots' threads share nothing but the file)
+        rows = self._file_rows(run, raw) if isinstance(run, OpRun) else self._entry_rows(run, raw)
         lines: list[str] = []
-        with self._guard:
-            rows = (
-                self._file_rows(run, raw) if isinstance(run, OpRun) else self._entry_rows(run, raw)
-            )
-            for row in rows:
-                lines.append(self._line(rank, *row))
-                if len(lines) >= CHUNK_LINES:
-                    self.log.append(lines)
-                    lines = []
-            if raw.error is not None:
-                lines.append(self._error_line(run, raw, rank, raw.error))
+        for row in rows:
+            lines.append(self._line(dates, rank, *row))
+            if len(lines) >= CHUNK_LINES:
+                self.log.append(lines)
+                lines = []
+        if raw.error is not None:
+            lines.append(self._error_line(dates, run, raw, rank, raw.error))
         self.log.append(lines)
 
     def _line(
-        self, rank: int, op: str, entry: str, offset: int, length: int, start: int, end: int,
-        result: int,
+        self, dates: _Dates, rank: int, op: str, entry: str, offset: int, length: int,
+        start: int, end: int, result: int,
     ) -> str:  # fmt: skip
         shift = self.log.to_unix_ns
         return (
-            f'{{"date": "{self._dates.of(end + shift)}", "worker_rank": {rank}, '
+            f'{{"date": "{dates.of(end + shift)}", "worker_rank": {rank}, '
             f'"op_name": "{op}", "entry_name": {entry}, "offset": {offset}, '
             f'"length": {length}, "is_finished": true, "is_error": false, '
             f'"phase": "{self.name}", "start_unix_ns": {start + shift}, '
@@ -280,7 +276,7 @@ class PhaseLog:
         )
 
     def _error_line(
-        self, run: OpRun | EntryRun, raw: RawBatch, rank: int, error: BenchIOError
+        self, dates: _Dates, run: OpRun | EntryRun, raw: RawBatch, rank: int, error: BenchIOError
     ) -> str:
         done = int(raw.ends.size)
         if isinstance(run, OpRun):
@@ -293,7 +289,7 @@ class PhaseLog:
             op = self._entry_op(run, done) if done < len(run) else self._entry_op(run, 0)
             length = 0
         record = {
-            "date": self._dates.of(time.time_ns()),
+            "date": dates.of(time.time_ns()),
             "worker_rank": rank,
             "op_name": op,
             "entry_name": error.path,

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
+    Ext4Loop,
     RunCli,
     assert_usage_error,
     listing,
@@ -90,6 +91,27 @@ def test_file_mode_has_one_line_per_block_written_and_read(
     assert sorted(r["offset"] for r in reads) == expected
     assert {r["worker_rank"] for r in records} == {0, 1}
     assert records.index(reads[0]) == blocks  # the reads come after every write
+
+
+def test_linux_aio_operations_are_named_as_elbencho_names_them(
+    ext4_loop: Ext4Loop, run_cli: RunCli
+) -> None:
+    """--direct --iodepth 4 on ext4 (the native engine's Linux AIO): aiowrite and aioread
+    lines, each block once."""
+    mnt = ext4_loop.setup(64 << 20)
+    target, log = mnt / "f", mnt / "ops.log"
+    proc = run_cli(
+        "-w", "-r", "-t", "1", "--iodepth", "4", "--direct", "-s", str(64 * BLOCK), "-b",
+        str(BLOCK), "--ioengine", "native", "--nolive", "--opslog", str(log), str(target),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    for record in records:
+        _check_ok(record)
+    for phase, op in (("WRITE", "aiowrite"), ("READ", "aioread")):
+        mine = [r for r in records if r["phase"] == phase]
+        assert {r["op_name"] for r in mine} == {op}
+        assert sorted(r["offset"] for r in mine) == [k * BLOCK for k in range(64)]
 
 
 def test_the_log_is_appended_to(tmp_path: Path, run_cli: RunCli) -> None:

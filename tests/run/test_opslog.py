@@ -6,6 +6,7 @@ Real runs of the CLI on real files; the lock is seen from another process (/proc
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import fcntl
 import json
@@ -194,6 +195,45 @@ def test_dir_mode_has_a_line_per_entry_and_per_block(
         assert sorted(parts) == [(0, 4096), (4096, 4096), (8192, 2048)]
     write_files = [r for r in records if r["op_name"] == "write_file"]
     assert all(r["length"] == 10 * 1024 and r["result"] == 10 * 1024 for r in write_files)
+
+
+@pytest.mark.parametrize("layout", ["file", "dir"])
+def test_a_time_limited_run_logs_exactly_the_operations_it_counts(
+    tmp_path: Path, run_cli: RunCli, layout: str
+) -> None:
+    """--timelimit ends the phase mid-way (dir mode: mid-file too): the log holds a line
+    for each operation and entry the results count, no more, no fewer."""
+    log, result = tmp_path / "ops.log", tmp_path / "result.json"
+    with contextlib.ExitStack() as stack:
+        if layout == "file":
+            work: tuple[str, ...] = ("-w", "--infloop", "-s", "1m", str(tmp_path / "f"))
+        else:
+            # (~0.3 GiB in its second here: on a tmpfs of its own, with room for 7 times
+            # that; --force: the 6 GiB planned do not fit)
+            mnt = stack.enter_context(mounted_tmpfs(tmp_path / "mnt", "size=2g"))
+            work = ("-d", "-w", "-n", "1", "-N", "50000", "-s", "64k", "--force", str(mnt))
+        proc = run_cli(
+            "-t", "2", "-b", "4k", "--timelimit", "1", "--nolive", "--json", str(result),
+            "--opslog", str(log), *work,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    phase = json.loads(result.read_text(encoding="utf-8"))["phases"][-1]
+    assert phase["phase"] == "WRITE" and phase["status"] == "time_limited"
+    records = [r for r in _records(log) if r["phase"] == "WRITE"]
+    blocks = sum(r["op_name"] == "pwrite" for r in records)
+    files = sum(r["op_name"] == "write_file" for r in records)
+    assert blocks + files == len(records)
+    assert blocks == phase["last_done"]["ops"] > 0
+    assert files == phase["last_done"]["entries"]
+
+
+def test_dryrun_checks_the_log_but_makes_none(tmp_path: Path, run_cli: RunCli) -> None:
+    log = tmp_path / "ops.log"
+    ok = run_cli("-w", "-s", "8k", "--dryrun", "--opslog", str(log), str(tmp_path / "f"))
+    assert ok.returncode == 0, ok.stderr
+    assert not log.exists()
+    bad = run_cli("-w", "-s", "8k", "--dryrun", "--opslog", str(tmp_path), str(tmp_path / "f"))
+    assert_usage_error(bad, ["--opslog", "is a directory"])
 
 
 def test_a_failed_operation_is_logged_as_an_error(tmp_path: Path, run_cli: RunCli) -> None:

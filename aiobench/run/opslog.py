@@ -46,7 +46,7 @@ from aiobench.render import outfiles
 from aiobench.text import printable
 
 OPTION = "--opslog"
-# Lines handed to the kernel in one write: ~0.8 MiB at ~200 bytes a line, so a run of
+# Lines handed to the kernel in one write: ~1 MiB at ~250 bytes a line, so a run of
 # 65,536 operations (the most one run holds) never has more than this in memory at once,
 # and the lock is taken ~16 times for it, not once per line.
 CHUNK_LINES = 4096
@@ -137,6 +137,7 @@ class OpsLog:
 
     fd: int
     path: str  # as the user gave it (for messages)
+    real: str  # where it leads (symlinks followed)
     lock_file: bool  # --opsloglock
     created: bool = False  # this run made the file (removed again if setup fails)
     # perf_counter_ns (CLOCK_MONOTONIC, the engines' clock) -> ns since the epoch.
@@ -163,7 +164,7 @@ class OpsLog:
         except BaseException:
             os.close(fd)
             raise
-        return cls(fd=fd, path=path, lock_file=lock_file, created=created)
+        return cls(fd=fd, path=path, real=real, lock_file=lock_file, created=created)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -175,8 +176,11 @@ class OpsLog:
         still empty."""
         fd = self.fd
         with contextlib.suppress(OSError):
-            if self.created and fd >= 0 and os.fstat(fd).st_size == 0:
-                os.unlink(self.path)
+            if self.created and fd >= 0:
+                mine, there = os.fstat(fd), os.lstat(self.real)
+                same = (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
+                if same and mine.st_size == 0:
+                    os.unlink(self.real)  # (never the symlink the user named)
         self.close()
 
     def phase(

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from aiobench.run.opslog import OpsLog
 from tests.helpers import (
     Ext4Loop,
     RunCli,
@@ -446,3 +447,15 @@ def test_object_storage_has_a_line_per_request(
         assert {r["entry_name"] for r in records if r["phase"] == phase} == objects
     buckets = [r["entry_name"] for r in records if r["phase"] in ("MKBUCKETS", "RMBUCKETS")]
     assert buckets == [f"s3://{bucket}"] * 2
+
+
+def test_setup_failing_elsewhere_removes_only_a_log_this_run_made(tmp_path: Path) -> None:
+    """:meth:`OpsLog.undo` (another MPI rank's setup failed): a log this run created and
+    left empty goes (at a symlink's end, the symlink stays); one that was there stays."""
+    new, old, link = tmp_path / "new.log", tmp_path / "old.log", tmp_path / "link.log"
+    old.write_text("kept\n", encoding="utf-8")
+    link.symlink_to(tmp_path / "real.log")
+    for path in (new, old, link):
+        OpsLog.open(str(path), lock_file=False).undo()
+    assert not new.exists() and old.read_text(encoding="utf-8") == "kept\n"
+    assert link.is_symlink() and not (tmp_path / "real.log").exists()

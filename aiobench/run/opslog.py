@@ -34,10 +34,14 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice, repeat
+from typing import TypeVar
 
-from aiobench.engines.base import RawBatch
+import numpy as np
+
+from aiobench.engines.base import Int64Array, RawBatch
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import EntryRun
@@ -46,6 +50,7 @@ from aiobench.render import outfiles
 from aiobench.text import printable
 
 OPTION = "--opslog"
+T = TypeVar("T")
 # Lines handed to the kernel in one write: ~1 MiB at ~250 bytes a line, so a run of
 # 65,536 operations (the most one run holds) never has more than this in memory at once,
 # and the lock is taken ~16 times for it, not once per line.
@@ -71,8 +76,6 @@ _OBJECT_OPS = {
     RMFILES: "DeleteObject",
     RMDIRS: "DeleteBucket",
 }
-# A line's fields: (op name, entry name as JSON, offset, length, start, end, result).
-_Row = tuple[str, str, int, int, int, int, int]
 # --s3mix's kinds (aiobench.engines.s3.mixed.OP_NAMES)
 _MIXED_OPS = {
     "GET": "GetObject",
@@ -110,25 +113,6 @@ def checked_path(path: str) -> str:
     if not os.access(target, os.W_OK):
         raise ConfigError(f"{OPTION}: cannot write to {printable(target)}")
     return place.real
-
-
-class _Dates:
-    """elbencho's ``date``: local time with milliseconds and the UTC offset, the seconds'
-    part formatted once per second, not once per line."""
-
-    __slots__ = ("_prefix", "_second")
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._prefix = ("", "")
-
-    def of(self, unix_ns: int) -> str:
-        second, rest = divmod(unix_ns, 1_000_000_000)
-        if second != self._second:
-            local = time.localtime(second)
-            self._second = second
-            self._prefix = (time.strftime("%Y-%m-%dT%H:%M:%S", local), time.strftime("%z", local))
-        return f"{self._prefix[0]}.{rest // 1_000_000:03d}{self._prefix[1]}"
 
 
 @dataclass(slots=True)
@@ -238,6 +222,36 @@ class OpsLog:
 
 
 @dataclass(slots=True)
+class _Columns:
+    """A run's lines as columns: a list each, or one value for every line. A line's
+    ``result`` is its ``length`` (bytes moved; 0 for a metadata call)."""
+
+    ops: list[str] | str
+    names: list[str] | str  # as JSON strings
+    offsets: list[int]
+    lengths: list[int] | int
+    starts: Int64Array
+    ends: Int64Array
+
+
+def _each(column: list[T] | T, count: int) -> Iterable[T]:
+    return column if isinstance(column, list) else repeat(column, count)
+
+
+def _dates(ends_unix_ns: Int64Array) -> list[str]:
+    """elbencho's ``date`` of each instant: local time with milliseconds and the UTC
+    offset, formatted once per distinct millisecond (a run lasts ~50 ms)."""
+    ms, inverse = np.unique(ends_unix_ns // 1_000_000, return_inverse=True)
+    texts = []
+    for value in ms.tolist():
+        second, milli = divmod(value, 1000)
+        local = time.localtime(second)
+        clock, zone = time.strftime("%Y-%m-%dT%H:%M:%S", local), time.strftime("%z", local)
+        texts.append(f"{clock}.{milli:03d}{zone}")
+    return [texts[i] for i in inverse.tolist()]
+
+
+@dataclass(slots=True)
 class PhaseLog:
     """One phase's lines: made from each run's batch (:meth:`record`)."""
 
@@ -247,40 +261,55 @@ class PhaseLog:
     paths: tuple[str, ...]
     depth: int
     objects: bool
-    # path index -> its JSON string (slots of the phase share it: each entry is set whole)
-    _names: dict[int, str] = field(default_factory=dict)
+    json_paths: list[str] = field(init=False)  # each PATH as a JSON string
+
+    def __post_init__(self) -> None:
+        self.json_paths = [json.dumps(path) for path in self.paths]
 
     def record(self, run: OpRun | EntryRun, raw: RawBatch, rank: int) -> None:
         """Log what ``raw`` says ``run``'s operations did (called in the slot's thread)."""
         if self.log.failure is not None:
             return
-        dates = _Dates()  # (one a run: the slots' threads share nothing but the file)
-        rows = self._file_rows(run, raw) if isinstance(run, OpRun) else self._entry_rows(run, raw)
-        lines: list[str] = []
-        for row in rows:
-            lines.append(self._line(dates, rank, *row))
-            if len(lines) >= CHUNK_LINES:
-                self.log.append(lines)
-                lines = []
+        columns = self._file_columns(run, raw) if isinstance(run, OpRun) else None
+        if columns is None and isinstance(run, EntryRun):
+            columns = self._entry_columns(run, raw)
+        if columns is not None and columns.starts.size:
+            self._emit(rank, columns)
         if raw.error is not None:
-            lines.append(self._error_line(dates, run, raw, rank, raw.error))
-        self.log.append(lines)
+            self.log.append([self._error_line(run, raw, rank, raw.error)])
 
-    def _line(
-        self, dates: _Dates, rank: int, op: str, entry: str, offset: int, length: int,
-        start: int, end: int, result: int,
-    ) -> str:  # fmt: skip
+    def _emit(self, rank: int, columns: _Columns) -> None:
+        """The lines of ``columns``, handed to the log a chunk at a time."""
+        count = int(columns.starts.size)
         shift = self.log.to_unix_ns
-        return (
-            f'{{"date": "{dates.of(end + shift)}", "worker_rank": {rank}, '
-            f'"op_name": "{op}", "entry_name": {entry}, "offset": {offset}, '
-            f'"length": {length}, "is_finished": true, "is_error": false, '
-            f'"phase": "{self.name}", "start_unix_ns": {start + shift}, '
-            f'"latency_ns": {end - start}, "result": {result}}}\n'
+        starts = (columns.starts + shift).tolist()
+        latencies = (columns.ends - columns.starts).tolist()
+        dates = _dates(columns.ends + shift)
+        rank_op = f'", "worker_rank": {rank}, "op_name": "'
+        phase = f', "is_finished": true, "is_error": false, "phase": "{self.name}"'
+        rows = zip(
+            dates,
+            _each(columns.ops, count),
+            _each(columns.names, count),
+            columns.offsets,
+            _each(columns.lengths, count),
+            starts,
+            latencies,
+            strict=False,  # (a repeat() column is endless; the lists are ``count`` long)
         )
+        while True:
+            lines = [
+                f'{{"date": "{date}{rank_op}{op}", "entry_name": {name}, "offset": {offset}, '
+                f'"length": {length}{phase}, "start_unix_ns": {start}, '
+                f'"latency_ns": {latency}, "result": {length}}}\n'
+                for date, op, name, offset, length, start, latency in islice(rows, CHUNK_LINES)
+            ]
+            if not lines:
+                return
+            self.log.append(lines)
 
     def _error_line(
-        self, dates: _Dates, run: OpRun | EntryRun, raw: RawBatch, rank: int, error: BenchIOError
+        self, run: OpRun | EntryRun, raw: RawBatch, rank: int, error: BenchIOError
     ) -> str:
         done = int(raw.ends.size)
         if isinstance(run, OpRun):
@@ -293,7 +322,7 @@ class PhaseLog:
             op = self._entry_op(run, done) if done < len(run) else self._entry_op(run, 0)
             length = 0
         record = {
-            "date": dates.of(time.time_ns()),
+            "date": _dates(np.array([time.time_ns()], dtype=np.int64))[0],
             "worker_rank": rank,
             "op_name": op,
             "entry_name": error.path,
@@ -309,12 +338,6 @@ class PhaseLog:
         }
         return json.dumps(record) + "\n"
 
-    def _path(self, index: int) -> str:
-        name = self._names.get(index)
-        if name is None:
-            name = self._names[index] = json.dumps(self.paths[index])
-        return name
-
     def _file_op(self, run: OpRun, k: int) -> str:
         reads = self.kind == READ
         if run.mix is not None:
@@ -322,20 +345,19 @@ class PhaseLog:
         aio = "aio" if self.depth > 1 else "p"
         return f"{aio}read" if reads else f"{aio}write"
 
-    def _file_rows(self, run: OpRun, raw: RawBatch) -> Iterator[_Row]:
-        """File mode: a row per block read or written."""
-        starts, ends = raw.starts.tolist(), raw.ends.tolist()
-        done = len(ends)
-        length = run.length
+    def _file_columns(self, run: OpRun, raw: RawBatch) -> _Columns:
+        """File mode: a line per block read or written."""
+        done = int(raw.ends.size)
+        ops: list[str] | str = self._file_op(run, 0)
         if run.mix is not None:
-            reads = run.mix.is_read(run.first_seq, done).tolist()
-            names = ["pread" if r else "pwrite" for r in reads]
-        else:
-            names = [self._file_op(run, 0)] * done
+            ops = np.where(run.mix.is_read(run.first_seq, done), "pread", "pwrite").tolist()
         index = run.path_index
-        for k in range(done):
-            path = self._path(index if isinstance(index, int) else index[k])
-            yield names[k], path, run.offsets[k], length, starts[k], ends[k], length
+        names: list[str] | str
+        if isinstance(index, int):
+            names = self.json_paths[index]
+        else:
+            names = [self.json_paths[i] for i in index[:done]]
+        return _Columns(ops, names, run.offsets[:done], run.length, raw.starts, raw.ends)
 
     def _entry_op(self, run: EntryRun, k: int) -> str:
         if self.objects:
@@ -349,8 +371,9 @@ class PhaseLog:
         parts = [part for part in (parent, run.leaves[k]) if part]  # (a bucket: neither)
         return json.dumps(os.path.join(self.paths[index], *parts))
 
-    def _entry_rows(self, run: EntryRun, raw: RawBatch) -> Iterator[_Row]:
-        """Dir mode: a row per entry and (files, not objects) a row per block of it."""
+    def _entry_columns(self, run: EntryRun, raw: RawBatch) -> _Columns:
+        """Dir mode: a line per entry and (files, not objects) one per block of it, each
+        file's blocks before the file's own line."""
         starts, ends = raw.starts.tolist(), raw.ends.tolist()
         io_starts, io_ends = raw.io_starts.tolist(), raw.io_ends.tolist()
         per = run.blocks_per_entry if not self.objects and self.kind in (READ, WRITE) else 0
@@ -358,20 +381,38 @@ class PhaseLog:
         moved = run.size if self.kind in (READ, WRITE) else 0
         if moved and run.offsets is not None:  # (object storage's --rand: a block each)
             moved = min(run.block, run.size)
+        ops: list[str] = []
+        names: list[str] = []
+        offsets: list[int] = []
+        lengths: list[int] = []
+        begun: list[int] = []
+        ended: list[int] = []
         entries = len(ends)
         # (the blocks done of the entry a run stopped in count too: io_ends has them)
-        for k in range(min(len(run), entries + (1 if per and len(io_ends) > entries * per else 0))):
+        cut = 1 if per and len(io_ends) > entries * per else 0
+        for k in range(min(len(run), entries + cut)):
             name = self._entry_name(run, k)
-            offset = run.offsets[k] if run.offsets is not None else run.start
             if per:
                 first = k * per
                 for j in range(first, min(first + per, len(io_ends))):
                     at = (j - first) * run.block
                     size = min(run.block, run.size - at)
-                    yield block_op, name, run.start + at, size, io_starts[j], io_ends[j], size
+                    ops.append(block_op)
+                    names.append(name)
+                    offsets.append(run.start + at)
+                    lengths.append(size)
+                    begun.append(io_starts[j])
+                    ended.append(io_ends[j])
             if k < entries:
-                op = self._entry_op(run, k)
-                yield op, name, offset, moved, starts[k], ends[k], moved
+                ops.append(self._entry_op(run, k))
+                names.append(name)
+                offsets.append(run.offsets[k] if run.offsets is not None else run.start)
+                lengths.append(moved)
+                begun.append(starts[k])
+                ended.append(ends[k])
+        return _Columns(
+            ops, names, offsets, lengths, np.array(begun, np.int64), np.array(ended, np.int64)
+        )
 
 
 def open_opslog(path: str | None, *, lock_file: bool) -> OpsLog | None:

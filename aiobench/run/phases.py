@@ -16,7 +16,7 @@ from time import perf_counter_ns, process_time_ns, thread_time_ns
 
 import anyio
 
-from aiobench.config import BenchConfig
+from aiobench.config import BenchConfig, cpu_sets, hint_list
 from aiobench.engines.base import Engine, IoOptions
 from aiobench.engines.gate import StartGate
 from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
@@ -143,6 +143,10 @@ class PhaseRun:
             block_var_pct=cfg.blockvarpct,
             block_var_algo=cfg.blockvaralgo,
             rate_bytes_per_s=rate_limit(cfg, kind),
+            fadvise=hint_list(cfg.fadv),
+            mmap=cfg.mmap,
+            madvise=hint_list(cfg.madv),
+            flock=cfg.flock,
         )
         mixed = pct is not None
         depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)
@@ -159,6 +163,7 @@ class PhaseRun:
             options=options,
             depth=depth,
             opslog=opslog,
+            cpu_sets=cpu_sets(cfg),
         )
         self.about = PhaseAbout(
             name=title,
@@ -205,6 +210,9 @@ class PhaseRun:
         if kind == MKDIRS:
             self._rank_dirs()
         self._prepare_files()
+        error = ctx.engine.begin_phase(ctx.targets, kind, self.spec.options)
+        if error is not None:
+            self.state.fail(error)
         # Every slot's first run is taken now and handed to its thread, which waits at the
         # gate: the clock starts once all of them are ready.
         count = sum(len(rank_slots) for rank_slots in slots)

@@ -34,6 +34,7 @@ from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.layout import Run, Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
+from aiobench.run.affinity import bind_thread, thread_cpus
 from aiobench.run.opslog import PhaseLog
 from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
@@ -72,6 +73,7 @@ class PhaseSpec:
     options: IoOptions = field(default_factory=IoOptions)
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
     opslog: PhaseLog | None = None  # --opslog: each run's operations logged once back
+    cpu_sets: tuple[frozenset[int], ...] = ()  # --cores/--zones: thread i's is i mod len
     batch_ns: int = field(init=False)  # a run's time budget: set from the engine
 
     def __post_init__(self) -> None:
@@ -480,10 +482,14 @@ class _Ends:
             self.loop.call_soon_threadsafe(self.all_ended.set)
 
 
-def _slot_thread(ends: _Ends, local: int, slot: Slot, loop: Callable[[], None]) -> None:
-    """A slot's :func:`_slot_loop` in its executor thread, its end (or failure) counted."""
+def _slot_thread(
+    ends: _Ends, local: int, slot: Slot, loop: Callable[[], None], cpus: frozenset[int] | None
+) -> None:
+    """A slot's :func:`_slot_loop` in its executor thread (bound to ``cpus``, --cores),
+    its end (or failure) counted."""
     failure: BaseException | None = None
     try:
+        bind_thread(cpus)
         loop()
     except BaseException as exc:  # (handed to the loop, which raises it)
         failure = exc
@@ -533,7 +539,8 @@ async def run_slots(
         for slot in rank_slots:
             first = gate if slot.pending is not None else None
             body = partial(_slot_loop, spec, state, stream, slot, len(rank_slots), first, take_lock)
-            future = spec.executor.submit(_slot_thread, ends, local, slot, body)
+            cpus = thread_cpus(spec.cpu_sets, local)
+            future = spec.executor.submit(_slot_thread, ends, local, slot, body, cpus)
             futures.append((future, local, slot))
     try:
         await ends.all_ended.wait()

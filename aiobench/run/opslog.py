@@ -17,7 +17,8 @@ exclusive ``flock`` of the file too, so that processes sharing the file (MPI ran
 on a shared filesystem) never interleave their lines.
 
 Granularity. File mode: one line per block read or written (``pread``/``pwrite``; with
-Linux AIO, ``aioread``/``aiowrite``), the targets being opened once before the phases.
+Linux AIO, ``aioread``/``aiowrite``; with --mmap, ``mmap_read``/``mmap_write``, copies
+through the mapping), the targets being opened once before the phases.
 Dir mode: one line per entry (``mkdirat``, ``fstatat``, ``unlinkat`` for files and dirs,
 ``write_file``/``read_file`` for a whole file: its open, its blocks and its close), and in
 WRITE and READ one more line per block of each file (``pwrite``/``pread``). Object storage:
@@ -175,9 +176,11 @@ class OpsLog:
         *,
         depth: int = 1,
         objects: bool = False,
+        mmap: bool = False,
     ) -> PhaseLog:
-        """The writer of one phase's lines (``objects``: its entries are S3 objects)."""
-        return PhaseLog(self, kind, name, tuple(paths), depth, objects)
+        """The writer of one phase's lines (``objects``: its entries are S3 objects;
+        ``mmap``: file mode's blocks are copies through a mapping, --mmap)."""
+        return PhaseLog(self, kind, name, tuple(paths), depth, objects, mmap)
 
     def append(self, lines: list[str]) -> None:
         """Write ``lines`` (each ending in a newline) at the end of the file, whole."""
@@ -261,6 +264,7 @@ class PhaseLog:
     paths: tuple[str, ...]
     depth: int
     objects: bool
+    mmap: bool = False
     json_paths: list[str] = field(init=False)  # each PATH as a JSON string
 
     def __post_init__(self) -> None:
@@ -342,15 +346,23 @@ class PhaseLog:
         reads = self.kind == READ
         if run.mix is not None:
             reads = bool(run.mix.is_read(run.first_seq + k, 1)[0])
-        aio = "aio" if self.depth > 1 else "p"
-        return f"{aio}read" if reads else f"{aio}write"
+        return self._file_ops[0 if reads else 1]
+
+    @property
+    def _file_ops(self) -> tuple[str, str]:
+        """File mode's (read, write) names: the syscalls, or a copy through the mapping."""
+        if self.mmap:
+            return "mmap_read", "mmap_write"
+        if self.depth > 1:
+            return "aioread", "aiowrite"
+        return "pread", "pwrite"
 
     def _file_columns(self, run: OpRun, raw: RawBatch) -> _Columns:
         """File mode: a line per block read or written."""
         done = int(raw.ends.size)
         ops: list[str] | str = self._file_op(run, 0)
         if run.mix is not None:
-            ops = np.where(run.mix.is_read(run.first_seq, done), "pread", "pwrite").tolist()
+            ops = np.where(run.mix.is_read(run.first_seq, done), *self._file_ops).tolist()
         index = run.path_index
         names: list[str] | str
         if isinstance(index, int):

@@ -154,7 +154,9 @@ class PhaseRun:
         opslog = None
         if ctx.opslog is not None:
             objects = ctx.engine.name == "s3"
-            opslog = ctx.opslog.phase(kind, title, ctx.paths, depth=depth, objects=objects)
+            opslog = ctx.opslog.phase(
+                kind, title, ctx.paths, depth=depth, objects=objects, mmap=options.mmap
+            )
         self.spec = PhaseSpec(
             kind=kind,
             engine=ctx.engine,

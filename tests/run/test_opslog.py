@@ -116,6 +116,23 @@ def test_linux_aio_operations_are_named_as_elbencho_names_them(
         assert sorted(r["offset"] for r in mine) == [k * BLOCK for k in range(64)]
 
 
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_mmap_copies_are_named_as_such(tmp_path: Path, run_cli: RunCli, engine: str) -> None:
+    """--mmap: the blocks are copies through the mapping, not pread/pwrite calls."""
+    log = tmp_path / "ops.log"
+    proc = run_cli(
+        "-w", "-r", "-t", "1", "--mmap", "--trunctosize", "-s", str(8 * BLOCK), "-b", str(BLOCK),
+        "--nolive",
+        "--ioengine", engine, "--opslog", str(log), str(tmp_path / "f"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    names = [(r["phase"], r["op_name"], r["offset"]) for r in records]
+    assert names == [("WRITE", "mmap_write", k * BLOCK) for k in range(8)] + [
+        ("READ", "mmap_read", k * BLOCK) for k in range(8)
+    ]
+
+
 def test_the_log_is_appended_to(tmp_path: Path, run_cli: RunCli) -> None:
     """A second run adds its lines after what the file held (O_APPEND, no truncation)."""
     log = tmp_path / "ops.log"

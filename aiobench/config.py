@@ -639,6 +639,27 @@ class BenchConfig:
         metavar="FILE",
         shown="none",
     )
+    # --- the operations log (--opslog, --opsloglock): aiobench/run/opslog.py ---
+    opslog_path: str | None = option(
+        None,
+        "--opslog",
+        help="Append a JSON line per I/O operation to FILE (created if missing): "
+        "op_name, entry_name, offset, length, is_error, result, latency_ns, date, "
+        "worker_rank, phase. Written from each run's timings once the run is back, "
+        "outside the timed loop; each MPI rank opens FILE on its own host.",
+        panel=OUTPUTS,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    opsloglock: bool = option(
+        False,
+        "--opsloglock",
+        help="Take an exclusive flock on --opslog's FILE around each append of lines, "
+        "so that processes (MPI ranks, hosts, other runs) sharing it never interleave.",
+        panel=OUTPUTS,
+    )
+    # --- end of --opslog/--opsloglock ---
     pertarget: bool | None = option(  # None: only a hint when one target is slow
         None,
         "--pertarget/--nopertarget",
@@ -1690,6 +1711,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_outputs(cfg)
     _check_elbencho_options(cfg, path_type)
     _check_randalgo_rwmixthr(cfg, path_type)
+    _check_opslog(cfg)
     _check_access(cfg, path_type)
     cpu_sets(cfg)  # (--cores, --zones: each named CPU or zone exists here)
     if path_type == PathType.S3:
@@ -2148,6 +2170,17 @@ def _check_randalgo_rwmixthr(cfg: BenchConfig, path_type: PathType | None) -> No
             "--rwmixthrpct: needs reader and writer threads (--rwmixthr between 1 and "
             f"-t minus 1, got {cfg.rwmixthr} of {cfg.threads})"
         )
+
+
+# --- --opslog/--opsloglock (aiobench/run/opslog.py opens and writes the log) ---
+def _check_opslog(cfg: BenchConfig) -> None:
+    """--opslog needs a name; --opsloglock needs --opslog."""
+    if cfg.opslog_path is not None and not cfg.opslog_path:
+        raise ConfigError("--opslog: give a file name")
+    if cfg.opsloglock and cfg.opslog_path is None:
+        raise ConfigError("--opsloglock: only applies with --opslog")
+    if cfg.netbench and cfg.opslog_path is not None:
+        raise ConfigError("--opslog: does not apply to --netbench (no file or object I/O)")
 
 
 # --fadv/--madv names (elbencho's) and --flock's modes, see aiobench/engines/access.py.

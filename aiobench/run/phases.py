@@ -29,6 +29,7 @@ from aiobench.plan.workload import Layout, OpStream
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, ThreadProgress
 from aiobench.run.coordinator import Coordinator
+from aiobench.run.opslog import OpsLog
 from aiobench.run.slots import close_buffers, slots_for
 from aiobench.run.worker import (
     Clock,
@@ -72,6 +73,7 @@ class RunContext:
     # the dataset this one has (None: all of them, as a process alone).
     coordinator: Coordinator = field(default_factory=Coordinator)
     split: ThreadSplit | None = None
+    opslog: OpsLog | None = None  # --opslog: every phase's operations are logged to it
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -148,6 +150,13 @@ class PhaseRun:
         )
         mixed = pct is not None
         depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)
+        title = phase_title(cfg, layout, kind)
+        opslog = None
+        if ctx.opslog is not None:
+            objects = ctx.engine.name == "s3"
+            opslog = ctx.opslog.phase(
+                kind, title, ctx.paths, depth=depth, objects=objects, mmap=options.mmap
+            )
         self.spec = PhaseSpec(
             kind=kind,
             engine=ctx.engine,
@@ -155,10 +164,11 @@ class PhaseRun:
             targets=ctx.targets,
             options=options,
             depth=depth,
+            opslog=opslog,
             cpu_sets=cpu_sets(cfg),
         )
         self.about = PhaseAbout(
-            name=phase_title(cfg, layout, kind),
+            name=title,
             rwmix_pct=pct,
             paths=ctx.paths,
             servers=ctx.targets.servers,

@@ -52,7 +52,7 @@ def slots_for(
 
     def slot(rank: int, i: int, stream: Stream) -> Slot:
         per_path = np.zeros((paths, 3), dtype=np.int64) if paths > 1 else None
-        return Slot(buffer(rank, i, stream), per_path=per_path)
+        return Slot(buffer(rank, i, stream), per_path=per_path, rank=rank)
 
     # A slot that can never get an operation gets no memory (the budget counts the same).
     per_thread = 1 if depth > 1 else cfg.iodepth

@@ -35,6 +35,7 @@ from aiobench.plan.layout import Run, Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
 from aiobench.run.affinity import bind_thread, thread_cpus
+from aiobench.run.opslog import PhaseLog
 from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
@@ -71,6 +72,7 @@ class PhaseSpec:
     targets: Targets
     options: IoOptions = field(default_factory=IoOptions)
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
+    opslog: PhaseLog | None = None  # --opslog: each run's operations logged once back
     cpu_sets: tuple[frozenset[int], ...] = ()  # --cores/--zones: thread i's is i mod len
     batch_ns: int = field(init=False)  # a run's time budget: set from the engine
 
@@ -172,6 +174,7 @@ class Slot:
     snapshot: Counts | None = None
     per_path: Int64Array | None = None
     busy_since_ns: int = 0  # nothing it has yet to account ends before this; 0 = ended
+    rank: int = 0  # the (global) thread rank it belongs to (--opslog's worker_rank)
 
     @property
     def totals(self) -> Counts:
@@ -237,6 +240,8 @@ def _execute(
         raw = spec.engine.run(job)
     finally:
         _done(state, queued)
+    if spec.opslog is not None:  # (after the engine's timed loop, before the next run)
+        spec.opslog.record(run, raw, slot.rank)
     return _fold(slot, run, raw)
 
 
@@ -250,6 +255,8 @@ async def _execute_async(
         raw = await engine.run_async(job)
     finally:
         _done(state, queued)
+    if spec.opslog is not None:
+        spec.opslog.record(run, raw, slot.rank)
     return _fold(slot, run, raw)
 
 

@@ -29,6 +29,7 @@ _signal.signal(_signal.SIGTERM, _hold)
 import gc  # noqa: E402  (after the handlers, on purpose)
 import os  # noqa: E402
 import signal  # noqa: E402
+import sys  # noqa: E402
 
 from aiobench.run import interrupts  # noqa: E402
 
@@ -40,6 +41,9 @@ def main() -> None:
     interrupts.install(held=_held)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts.HANDLED)
     try:
+        if sys.argv[1:] in (["--version"], ["-V"]):
+            _version()  # (what the CLI prints for it, without loading the CLI)
+            return
         from aiobench.cli import main as cli_main  # typer, numpy, ...: only now
 
         cli_main()
@@ -53,3 +57,13 @@ def main() -> None:
         # Frozen, they are left to it; what is garbage by reference counting still goes,
         # and the standard streams are flushed as before (the run closed its own files).
         gc.freeze()
+
+
+def _version() -> None:
+    """``aiobench --version`` alone: the CLI's answer (``aiobench VERSION``) in the time
+    Python takes to start, with the standard streams guarded as the CLI guards them."""
+    from aiobench import __version__
+    from aiobench.render.stdio import guard_standard_streams
+
+    guard_standard_streams()
+    print(f"aiobench {__version__}")

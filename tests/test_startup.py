@@ -17,6 +17,7 @@ import pytest
 import typer
 from typer._coercion import build_runtime_param
 
+from aiobench import __version__
 from aiobench.cli import app
 from aiobench.errors import ConfigError
 
@@ -104,6 +105,20 @@ def test_help_loads_neither_the_run_nor_numpy(tmp_path: Path) -> None:
     modules = loaded(tmp_path, "--help")
     assert "aiobench.helptext" in modules
     assert among(modules, NOT_FOR_HELP) == []
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_alone_loads_no_cli_and_says_what_the_cli_says(tmp_path: Path, flag: str) -> None:
+    modules = loaded(tmp_path, flag)
+    assert "aiobench.render.stdio" in modules  # (the streams guarded, as by the CLI)
+    assert among(modules, ("typer", "aiobench.cli", *NOT_FOR_HELP)) == []
+    alone = subprocess.run([sys.executable, "-m", "aiobench", flag], capture_output=True, text=True)
+    # With another word beside it the CLI answers (typer's eager --version): the same line.
+    cli = subprocess.run(
+        [sys.executable, "-m", "aiobench", flag, "--nolive"], capture_output=True, text=True
+    )
+    assert (alone.returncode, alone.stdout, alone.stderr) == (0, f"aiobench {__version__}\n", "")
+    assert (cli.returncode, cli.stdout) == (0, alone.stdout)
 
 
 def test_the_among_check_finds_a_package_and_its_modules() -> None:

@@ -131,6 +131,11 @@ class IoOptions:
     block_var_pct: int | None = None  # --blockvarpct: % of the block refilled per write
     block_var_algo: str = "fast"  # --blockvaralgo: the refill's generator (fast: SFC64)
     rate_bytes_per_s: int = 0  # --limitread/--limitwrite for each thread (0 = none)
+    # --readinline: each write is followed by a read of its block through the same fd,
+    # the two timed as one operation (elbencho's); --statinline (dir mode): fstat each file
+    # right after its open, inside the file's timing.
+    read_inline: bool = False
+    stat_inline: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import anyio
 from aiobench.config import BenchConfig
 from aiobench.engines.base import Engine, IoOptions
 from aiobench.engines.gate import StartGate
-from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
+from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, PhaseKind
 from aiobench.plan.dirmode import DirLayout
 from aiobench.plan.ranks import rotated
 from aiobench.plan.slots import phase_title, rate_limit, rwmix_pct, streams_for
@@ -141,6 +141,8 @@ class PhaseRun:
             block_var_pct=cfg.blockvarpct,
             block_var_algo=cfg.blockvaralgo,
             rate_bytes_per_s=rate_limit(cfg, kind),
+            read_inline=cfg.readinline and kind == WRITE,
+            stat_inline=cfg.statinline and layout.dir_mode and kind in (READ, WRITE),
         )
         mixed = pct is not None
         depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)

@@ -195,6 +195,7 @@ class PhaseRun:
             ranks=ctx.ids,
             paths=len(ctx.paths),
             check_signal=ctx.check_signal,
+            targets=ctx.targets,
         )
         if kind == MKDIRS:
             self._rank_dirs()

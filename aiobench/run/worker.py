@@ -169,6 +169,9 @@ class Slot:
     ring: deque[tuple[Done, Counts]] = field(default_factory=deque)
     snapshot: Counts | None = None
     per_path: Int64Array | None = None
+    # The handles of the slot's thread when it has its own (--nofdsharing); None: the
+    # phase's shared ones.
+    targets: Targets | None = None
     busy_since_ns: int = 0  # nothing it has yet to account ends before this; 0 = ended
 
     @property
@@ -207,7 +210,7 @@ def _job(
             until = min(until, clock.deadline_ns)
     job = Job(
         spec.kind,
-        spec.targets,
+        spec.targets if slot.targets is None else slot.targets,
         run,
         slot.buffer,
         until,

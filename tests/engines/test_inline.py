@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engines.base import Engine
-from tests.helpers import FaultFs, RunCli
+from tests.helpers import FaultFs, RunCli, errors_of
 
 pytestmark = pytest.mark.slow  # real CLI runs
 
@@ -130,9 +131,11 @@ def test_readinline_reads_every_written_block_back_through_its_fd(
     for ops in seq.values():
         assert ops == ["write", "read"] * (len(ops) // 2), ops
     figures = phases(out)
-    assert set(figures) == {"MKDIRS", "WRITE"} if mode == "dir" else {"WRITE"}
-    assert figures["WRITE"]["ops"] == blocks
-    assert figures["WRITE"]["bytes"] == files * size
+    # elbencho names a dir-mode write phase with inline reads WRITE+r.
+    write = "WRITE+r" if mode == "dir" else "WRITE"
+    assert set(figures) == ({"MKDIRS", write} if mode == "dir" else {write})
+    assert figures[write]["ops"] == blocks
+    assert figures[write]["bytes"] == files * size
 
     # Without the option, the write phase reads nothing.
     proc, calls = traced(tmp_path, *args)
@@ -169,7 +172,8 @@ def test_readinline_read_error_ends_the_write_phase_at_its_block(
     assert doc["error"]["path"] == str(failing)
     assert doc["error"]["offset"] == 16384
     assert doc["error"]["errno"] == errno.EIO
-    [write] = [p["last_done"] for p in doc["phases"] if p["phase"] == "WRITE"]
+    name = "WRITE+r" if mode == "dir" else "WRITE"
+    [write] = [p["last_done"] for p in doc["phases"] if p["phase"] == name]
     assert write["ops"] == 1 and write["bytes"] == 16384
 
 
@@ -192,7 +196,8 @@ def test_readinline_times_the_read_with_its_write(
         "--json", str(out),
     )  # fmt: skip
     ok(proc)
-    [write] = [p for p in json.loads(out.read_text())["phases"] if p["phase"] == "WRITE"]
+    name = "WRITE+r" if mode == "dir" else "WRITE"
+    [write] = [p for p in json.loads(out.read_text())["phases"] if p["phase"] == name]
     io = write["latency"]["io"]
     assert io["count"] == (8 if mode == "dir" else 4)
     assert io["min_ns"] >= 2 * DELAY_MS * 1_000_000, io
@@ -245,7 +250,7 @@ def test_object_storage_refuses_the_file_options(run_cli: RunCli, flag: str) -> 
 
 @pytest.mark.parametrize("size", ["64k", "0"])
 def test_statinline_fstats_each_file_right_after_opening_it(
-    tmp_path: Path, io_engine: Engine, size: str
+    tmp_path: Path, io_engine: Engine, size: str, validator: Draft202012Validator
 ) -> None:
     """Dir mode: one fstat of each file per write and read phase, before its first block;
     none without the option."""
@@ -254,9 +259,16 @@ def test_statinline_fstats_each_file_right_after_opening_it(
     args = ["-d", "-w", "-r", "-t", "2", "-n", "2", "-N", "3", "-s", size, "-b", "16k"]
     args += [*on(io_engine), str(root)]
     files = 12
+    out = tmp_path / "out.json"
 
-    proc, calls = traced(tmp_path, *args, "--statinline")
+    proc, calls = traced(tmp_path, *args, "--statinline", "--json", str(out))
     ok(proc)
+    doc = json.loads(out.read_text())
+    assert errors_of(validator, doc) == []
+    # elbencho's names: WRITE+s and READ+s; the files counted as without the option.
+    figures = {p["phase"]: p["last_done"] for p in doc["phases"]}
+    assert list(figures) == ["MKDIRS", "WRITE+s", "READ+s"]
+    assert figures["WRITE+s"]["entries"] == figures["READ+s"]["entries"] == files
     mine = [c for c in on_files(calls, root) if c.kind != "other"]
     per_file = Counter(c.path for c in mine if c.kind == "fstat")
     assert len(per_file) == files and set(per_file.values()) == {2}, per_file  # WRITE, READ
@@ -376,3 +388,20 @@ def test_nofdsharing_in_dir_mode_changes_nothing(tmp_path: Path, run_cli: RunCli
     )  # fmt: skip
     ok(proc)
     assert phases(out)["READ"]["bytes"] == 4 * 32 * 1024
+
+
+def test_dir_mode_phase_names_carry_both_options_as_elbencho_writes_them(
+    tmp_path: Path, run_cli: RunCli, validator: Draft202012Validator
+) -> None:
+    out = tmp_path / "out.json"
+    proc = run_cli(
+        "-d", "-w", "-r", "-n", "1", "-N", "2", "-s", "32k", "-b", "8k", "--readinline",
+        "--statinline", "--dirstats", str(tmp_path), "--json", str(out),
+    )  # fmt: skip
+    ok(proc)
+    doc = json.loads(out.read_text())
+    assert errors_of(validator, doc) == []
+    assert [p["phase"] for p in doc["phases"]] == ["MKDIRS", "WRITE+s+r", "READ+s"]
+    # The table names them so too, and --dirstats still counts their dirs.
+    assert "\nWRITE+s+r " in proc.stdout and "\nREAD+s " in proc.stdout
+    assert proc.stdout.count("Dirs total") >= 3, proc.stdout

@@ -26,7 +26,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engines.base import Engine
-from tests.helpers import FaultFs, RunCli, errors_of
+from tests.helpers import FaultFs, RunCli, errors_of, require_root_tools, run_tool
 
 pytestmark = pytest.mark.slow  # real CLI runs
 
@@ -405,3 +405,33 @@ def test_dir_mode_phase_names_carry_both_options_as_elbencho_writes_them(
     # The table names them so too, and --dirstats still counts their dirs.
     assert "\nWRITE+s+r " in proc.stdout and "\nREAD+s " in proc.stdout
     assert proc.stdout.count("Dirs total") >= 3, proc.stdout
+
+
+@pytest.mark.root
+def test_nofdsharing_on_a_block_device_opens_it_per_thread(
+    tmp_path: Path, io_engine: Engine
+) -> None:
+    """A block device: the shared descriptor holds the exclusive claim, each thread opens
+    it once more (not exclusively: that would fail) and writes and reads through it."""
+    require_root_tools("loop devices", "losetup")
+    image = tmp_path / "img"
+    with image.open("wb") as f:
+        f.truncate(8 * 1024 * 1024)
+    made = run_tool("losetup", "-f", "--show", str(image))
+    if made.returncode:
+        pytest.skip(f"no loop device: {made.stderr.strip()}")
+    device = made.stdout.strip()
+    try:
+        out = tmp_path / "out.json"
+        proc, calls = traced(
+            tmp_path, "-w", "-r", "-t", "2", "-b", "64k", "--verify", "3", "--nofdsharing",
+            *on(io_engine), device, "--json", str(out),
+        )  # fmt: skip
+        ok(proc)
+        for kind in ("write", "read"):
+            counts = Counter(c.fd for c in calls if c.path == device and c.kind == kind)
+            assert sorted(counts.values()) == [64, 64], counts
+        figures = phases(out)
+        assert figures["WRITE"]["bytes"] == figures["READ"]["bytes"] == 8 * 1024 * 1024
+    finally:
+        run_tool("losetup", "-d", device)

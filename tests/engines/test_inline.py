@@ -435,3 +435,33 @@ def test_nofdsharing_on_a_block_device_opens_it_per_thread(
         assert figures["WRITE"]["bytes"] == figures["READ"]["bytes"] == 8 * 1024 * 1024
     finally:
         run_tool("losetup", "-d", device)
+
+
+def test_dryrun_says_what_the_options_add(tmp_path: Path, run_cli: RunCli) -> None:
+    target = tmp_path / "f"
+    proc = run_cli(
+        "--dryrun", "-w", "-r", "-t", "4", "-s", "1m", "-b", "64k", "--readinline",
+        "--nofdsharing", "--ioengine", "python", str(target),
+    )  # fmt: skip
+    ok(proc)
+    lines = proc.stdout.splitlines()
+    assert (
+        "Threads         : 4 x iodepth 1 = 4 slots, python engine, each thread opening "
+        "every PATH itself (--nofdsharing)"
+    ) in lines
+    assert (
+        "WRITE           : 1.0 MiB, 16 sequential operations of 64.0 KiB, each block read "
+        "back at once (--readinline)"
+    ) in lines
+    assert "READ            : 1.0 MiB, 16 sequential operations of 64.0 KiB" in lines
+    assert not target.exists()
+    root = tmp_path / "d"
+    root.mkdir()
+    proc = run_cli(
+        "--dryrun", "-d", "-w", "-r", "-s", "1m", "--statinline", "--readinline", str(root)
+    )
+    ok(proc)
+    assert "WRITE+s+r       : 1 files, 1.0 MiB in blocks of 1.0 MiB, each block read back " in (
+        proc.stdout
+    )
+    assert "READ+s          : 1 files, 1.0 MiB in blocks of 1.0 MiB\n" in proc.stdout

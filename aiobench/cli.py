@@ -222,6 +222,7 @@ def bench(**options: Any) -> int:
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
     from aiobench.run.launch import connect
+    from aiobench.run.opslog import checked_path, open_opslog, undo_opslog
     from aiobench.run.runner import (
         exit_code,
         phase_kinds,
@@ -235,6 +236,8 @@ def bench(**options: Any) -> int:
     engine = registry.make(cfg.ioengine)  # the one engine of the run: it resolves and runs
     resolved = job.agreed(lambda: _resolve(cfg, job, engine))
     job.agreed(lambda: check_output_files(cfg) if job.lead else None)
+    if cfg.opslog_path is not None:  # (every process appends to its own host's path)
+        job.agreed(lambda: checked_path(cfg.opslog_path or ""))
     human = sys.stderr if cfg.stdout_option is not None else sys.stdout
     if cfg.dryrun:
         from aiobench.render.dryrun import render_plan
@@ -243,15 +246,26 @@ def bench(**options: Any) -> int:
             print(render_plan(cfg, resolved, phase_kinds(cfg, resolved)), end="", file=human)
         return 0
     job.check_signal()  # the last moment before anything is created
+    opslog = job.agreed(lambda: open_opslog(cfg.opslog_path, lock_file=cfg.opsloglock), undo_opslog)
     meta = run_meta(cfg, resolved, job.loop_name()) | job.meta()
     # Only the lead prints and writes files; the others run their share. (Agreed: a FIFO
     # with no reader is refused on every process.)
     notes = _notes(cfg, resolved, job)
     outputs = job.agreed(lambda: Outputs(cfg, meta, human, notes=notes) if job.lead else None)
     wait_for_start(cfg.start_epoch, sys.stderr if job.lead else None)
-    result = run_benchmark(
-        cfg, resolved, engine, observer=outputs or Observer(), meta=meta, coordinator=job
-    )
+    try:
+        result = run_benchmark(
+            cfg,
+            resolved,
+            engine,
+            observer=outputs or Observer(),
+            meta=meta,
+            coordinator=job,
+            opslog=opslog,
+        )
+    finally:
+        if opslog is not None:
+            opslog.close()
     code = exit_code(result)
     if outputs is not None:
         skipped = skipped_note(cfg, resolved, result)
@@ -265,6 +279,9 @@ def bench(**options: Any) -> int:
             notes = [*(setup if isinstance(setup, list) else []), *ended]
             result = dataclasses.replace(result, meta=result.meta | {"notes": notes})
         code = _report_end(cfg, result, outputs, job)
+    if opslog is not None and opslog.failure is not None:  # (each process says its own)
+        print(f"Error: {opslog.failure}", file=sys.stderr)
+        code = code or EXIT_IO_ERROR
     job.finish()
     return code
 

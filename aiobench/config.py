@@ -444,6 +444,72 @@ class BenchConfig:
         shown="off",
     )
     # --- end of --randalgo/--blockvaralgo/--rwmixthr ---
+    # --- elbencho's access hints, mappings and locks (--fadv, --madv, --mmap, --flock):
+    # aiobench/engines/access.py ---
+    fadv: str | None = option(
+        None,
+        "--fadv",
+        help="File access hints given to the kernel with posix_fadvise() on each file at "
+        "the start of each phase: a comma-separated list of seq, rand, willneed, "
+        "dontneed, noreuse.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="HINTS",
+        shown="none",
+    )
+    mmap: bool = option(
+        False,
+        "--mmap",
+        help="Read and write files and block devices through a shared memory mapping "
+        "(each operation a copy to or from it). A mapping cannot make a file larger: "
+        "writes need --trunctosize or --preallocfile, or files already as large as -s.",
+        panel=WORKLOAD,
+    )
+    madv: str | None = option(
+        None,
+        "--madv",
+        help="With --mmap: access hints given with madvise() on each mapping, a "
+        "comma-separated list of seq, rand, willneed, dontneed, hugepage, nohugepage.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="HINTS",
+        shown="none",
+    )
+    flock: str | None = option(
+        None,
+        "--flock",
+        help="Take a POSIX lock (fcntl F_SETLKW) around each read and write, inside its "
+        "time: range (the operation's bytes) or full (the whole file); a shared lock to "
+        "read, an exclusive one to write.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="MODE",
+        shown="none",
+    )
+    # --- end of --fadv/--madv/--mmap/--flock ---
+    # --- elbencho's CPU binding (--cores, --zones): aiobench/run/affinity.py ---
+    cores: str | None = option(
+        None,
+        "--cores",
+        help="Bind the process to these CPU cores (comma-separated, ranges as 0-3, or "
+        "all) and benchmark thread i to core i mod their count (its I/O threads, native "
+        "loops included).",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="LIST",
+        shown="unbound",
+    )
+    zones: str | None = option(
+        None,
+        "--zones",
+        help="Bind the process to the CPUs of these NUMA zones (comma-separated, or all) "
+        "and benchmark thread i to zone i mod their count.",
+        panel=WORKLOAD,
+        cli_type=str | None,
+        metavar="LIST",
+        shown="unbound",
+    )
+    # --- end of --cores/--zones ---
     # --- elbencho's inline read and stat, and per-thread file descriptors (--readinline,
     # --statinline, --nofdsharing): aiobench/engines/python.py, native.py, posix.py ---
     readinline: bool = option(
@@ -598,6 +664,27 @@ class BenchConfig:
         metavar="FILE",
         shown="none",
     )
+    # --- the operations log (--opslog, --opsloglock): aiobench/run/opslog.py ---
+    opslog_path: str | None = option(
+        None,
+        "--opslog",
+        help="Append a JSON line per I/O operation to FILE (created if missing): "
+        "op_name, entry_name, offset, length, is_error, result, latency_ns, date, "
+        "worker_rank, phase. Written from each run's timings once the run is back, "
+        "outside the timed loop; each MPI rank opens FILE on its own host.",
+        panel=OUTPUTS,
+        cli_type=str | None,
+        metavar="FILE",
+        shown="none",
+    )
+    opsloglock: bool = option(
+        False,
+        "--opsloglock",
+        help="Take an exclusive flock on --opslog's FILE around each append of lines, "
+        "so that processes (MPI ranks, hosts, other runs) sharing it never interleave.",
+        panel=OUTPUTS,
+    )
+    # --- end of --opslog/--opsloglock ---
     pertarget: bool | None = option(  # None: only a hint when one target is slow
         None,
         "--pertarget/--nopertarget",
@@ -1649,6 +1736,9 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_outputs(cfg)
     _check_elbencho_options(cfg, path_type)
     _check_randalgo_rwmixthr(cfg, path_type)
+    _check_opslog(cfg)
+    _check_access(cfg, path_type)
+    cpu_sets(cfg)  # (--cores, --zones: each named CPU or zone exists here)
     _check_inline(cfg, path_type)
     if path_type == PathType.S3:
         _check_objects(cfg)
@@ -2106,6 +2196,119 @@ def _check_randalgo_rwmixthr(cfg: BenchConfig, path_type: PathType | None) -> No
             "--rwmixthrpct: needs reader and writer threads (--rwmixthr between 1 and "
             f"-t minus 1, got {cfg.rwmixthr} of {cfg.threads})"
         )
+
+
+# --- --opslog/--opsloglock (aiobench/run/opslog.py opens and writes the log) ---
+def _check_opslog(cfg: BenchConfig) -> None:
+    """--opslog needs a name; --opsloglock needs --opslog."""
+    if cfg.opslog_path is not None and not cfg.opslog_path:
+        raise ConfigError("--opslog: give a file name")
+    if cfg.opsloglock and cfg.opslog_path is None:
+        raise ConfigError("--opsloglock: only applies with --opslog")
+    if cfg.netbench and cfg.opslog_path is not None:
+        raise ConfigError("--opslog: does not apply to --netbench (no file or object I/O)")
+
+
+# --fadv/--madv names (elbencho's) and --flock's modes, see aiobench/engines/access.py.
+FADV_HINTS = ("seq", "rand", "willneed", "dontneed", "noreuse")
+MADV_HINTS = ("seq", "rand", "willneed", "dontneed", "hugepage", "nohugepage")
+FLOCK_MODES = ("range", "full")
+
+
+def hint_list(text: str | None) -> tuple[str, ...]:
+    """--fadv's or --madv's comma-separated names (none given: ())."""
+    if text is None:
+        return ()
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _check_access(cfg: BenchConfig, path_type: PathType | None) -> None:
+    """--fadv, --madv, --mmap and --flock: elbencho's names; files and block devices."""
+    for name, text, known in (("--fadv", cfg.fadv, FADV_HINTS), ("--madv", cfg.madv, MADV_HINTS)):
+        names = hint_list(text)
+        if text is not None and not names:
+            raise ConfigError(f"{name}: give one or more of {', '.join(known)}")
+        for hint in names:
+            if hint not in known:
+                raise ConfigError(f"{name}: must be a list of {', '.join(known)} (got {hint!r})")
+    if cfg.flock is not None and cfg.flock not in FLOCK_MODES:
+        raise ConfigError(f"--flock: must be one of {', '.join(FLOCK_MODES)} (got {cfg.flock!r})")
+    given = [
+        name
+        for name, on in (
+            ("--fadv", cfg.fadv is not None),
+            ("--mmap", cfg.mmap),
+            ("--madv", cfg.madv is not None),
+            ("--flock", cfg.flock is not None),
+        )
+        if on
+    ]
+    if given and path_type is not None and path_type not in (PathType.FILE, PathType.BLOCKDEV):
+        where = "object storage (s3://)" if path_type == PathType.S3 else "dir mode"
+        raise ConfigError(
+            f"{given[0]}: only applies to files and block devices as PATHs, not {where}"
+        )
+
+
+NODES = "/sys/devices/system/node"  # the NUMA zones, node<N>/cpulist each
+
+
+def _numbers(text: str, name: str) -> list[int]:
+    """A list as the kernel writes CPU lists ("0,2-3"), in order, each number once."""
+    out: list[int] = []
+    for part in text.replace(" ", "").split(","):
+        low, dash, high = part.partition("-")
+        if not (low.isdecimal() and (not dash or high.isdecimal())):
+            raise ConfigError(f"{name}: not a list of numbers and ranges such as 0,2-3 ({part!r})")
+        first, last = int(low), int(high) if dash else int(low)
+        if last < first:
+            raise ConfigError(f"{name}: range {part} runs backwards")
+        out.extend(n for n in range(first, last + 1) if n not in out)
+    return out
+
+
+def _zone_cpus(zone: int) -> frozenset[int]:
+    try:
+        with open(f"{NODES}/node{zone}/cpulist", encoding="ascii") as handle:
+            listed = handle.read().strip()
+    except OSError:
+        raise ConfigError(f"--zones: there is no NUMA zone {zone} here ({NODES})") from None
+    return frozenset(_numbers(listed, "--zones")) if listed else frozenset()
+
+
+def cpu_sets(cfg: BenchConfig) -> tuple[frozenset[int], ...]:
+    """--cores or --zones: the CPUs of each entry of the list (benchmark thread i runs on
+    entry i mod their count; the process on all of them); () when neither is given.
+    Raises :class:`ConfigError` for a core this process may not use or a zone not here."""
+    if cfg.cores is not None and cfg.zones is not None:
+        raise ConfigError("--cores: cannot be combined with --zones (bind to one or the other)")
+    allowed = os.sched_getaffinity(0)
+    if cfg.cores is not None:
+        cores = sorted(allowed) if cfg.cores == "all" else _numbers(cfg.cores, "--cores")
+        for core in cores:
+            if core not in allowed:
+                usable = ",".join(map(str, sorted(allowed)))
+                raise ConfigError(
+                    f"--cores: core {core} is not one this process may use ({usable})"
+                )
+        return tuple(frozenset((core,)) for core in cores)
+    if cfg.zones is None:
+        return ()
+    if cfg.zones == "all":
+        try:
+            with open(f"{NODES}/online", encoding="ascii") as handle:
+                zones = _numbers(handle.read().strip(), "--zones")
+        except OSError:
+            raise ConfigError(f"--zones: this kernel shows no NUMA zones ({NODES})") from None
+    else:
+        zones = _numbers(cfg.zones, "--zones")
+    sets = []
+    for zone in zones:
+        cpus = _zone_cpus(zone) & allowed
+        if not cpus:
+            raise ConfigError(f"--zones: zone {zone} has no CPU this process may use")
+        sets.append(cpus)
+    return tuple(sets)
 
 
 def _check_inline(cfg: BenchConfig, path_type: PathType | None) -> None:

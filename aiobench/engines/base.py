@@ -131,11 +131,20 @@ class IoOptions:
     block_var_pct: int | None = None  # --blockvarpct: % of the block refilled per write
     block_var_algo: str = "fast"  # --blockvaralgo: the refill's generator (fast: SFC64)
     rate_bytes_per_s: int = 0  # --limitread/--limitwrite for each thread (0 = none)
+    fadvise: tuple[str, ...] = ()  # --fadv's hints, given at each phase's start
+    mmap: bool = False  # --mmap: each operation a copy to or from the file's mapping
+    madvise: tuple[str, ...] = ()  # --madv's hints for that mapping
+    flock: str | None = None  # --flock: range or full, around each operation
     # --readinline: each write is followed by a read of its block through the same fd,
     # the two timed as one operation (elbencho's); --statinline (dir mode): fstat each file
     # right after its open, inside the file's timing.
     read_inline: bool = False
     stat_inline: bool = False
+
+    @property
+    def accessed(self) -> bool:
+        """Whether operations go through a mapping or take locks (aiobench.engines.access)."""
+        return self.mmap or self.flock is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +230,13 @@ class Engine(Protocol):
         """Open (creating files to write) the targets :meth:`resolve` found; raises
         :class:`~aiobench.errors.ConfigError`, having removed what it created, when one
         cannot be. ``check`` is called before each target and may raise to stop."""
+        ...
+
+    def begin_phase(
+        self, targets: Targets, kind: PhaseKind, options: IoOptions
+    ) -> BenchIOError | None:
+        """Untimed, at the start of each phase (after :meth:`prepare_files`): what the
+        options ask of the targets then (file access hints, mappings)."""
         ...
 
     def prepare_files(

@@ -96,8 +96,9 @@ class NativeEngine(PosixTargets):
 
     def run(self, job: Job) -> RawBatch:
         ops = job.ops
-        if isinstance(ops, OpRun) and _other_refill(job.options):
-            return PosixEngine.run(self._python, job)  # (C refills from SFC64 only)
+        if isinstance(ops, OpRun) and (_other_refill(job.options) or job.options.accessed):
+            # (C refills from SFC64 only; mappings and locks: aiobench.engines.access)
+            return PosixEngine.run(self._python, job)
         if not isinstance(ops, OpRun) or job.options.rate_bytes_per_s:
             # Dir mode, and paced runs (their schedule needs the start instant), wait at
             # the gate here; the other file-mode runs wait inside their C call.
@@ -139,8 +140,10 @@ def _other_refill(opts: IoOptions) -> bool:
 
 def _queues(kind: PhaseKind, opts: IoOptions) -> bool:
     """Whether file-mode operations of ``kind`` can go through Linux AIO: plain reads and
-    stamped writes (no pacing, pattern, check or block variance to do between them)."""
-    plain = not opts.rate_bytes_per_s and opts.verify is None and not opts.read_inline
+    stamped writes (no pacing, pattern, check, block variance, mapping or lock to do
+    between them, nor a read back)."""
+    plain = not opts.rate_bytes_per_s and opts.verify is None and not opts.accessed
+    plain = plain and not opts.read_inline
     return plain and (kind == READ or (kind == WRITE and opts.block_var_pct is None))
 
 

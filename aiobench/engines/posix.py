@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import mmap
 import os
 import shutil
 import stat
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from aiobench.engines.nofollow import explain, reuse_dir
 from aiobench.errors import BenchIOError, ConfigError
-from aiobench.kinds import PhaseKind
+from aiobench.kinds import READ, PhaseKind
 from aiobench.plan.targets import (
     BLOCKDEV,
     DIR,
@@ -37,6 +38,23 @@ from aiobench.plan.targets import (
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
     from aiobench.engines.base import IoOptions
+
+# elbencho's --fadv and --madv names: posix_fadvise's and madvise's advice.
+FADVICE = {
+    "seq": os.POSIX_FADV_SEQUENTIAL,
+    "rand": os.POSIX_FADV_RANDOM,
+    "willneed": os.POSIX_FADV_WILLNEED,
+    "dontneed": os.POSIX_FADV_DONTNEED,
+    "noreuse": os.POSIX_FADV_NOREUSE,
+}
+MADVICE = {
+    "seq": mmap.MADV_SEQUENTIAL,
+    "rand": mmap.MADV_RANDOM,
+    "willneed": mmap.MADV_WILLNEED,
+    "dontneed": mmap.MADV_DONTNEED,
+    "hugepage": mmap.MADV_HUGEPAGE,
+    "nohugepage": mmap.MADV_NOHUGEPAGE,
+}
 
 # Mode of the dirs and files dir mode creates (less the umask), as mkdir(1) and touch(1).
 DIR_MODE = 0o777
@@ -85,14 +103,17 @@ class FdTargets(Targets):
         self.dirs = dirs  # the PATH dirs of dir mode, not file targets
         self.fds: list[int] = []
         self.created: list[str] = []
+        self.maps: list[mmap.mmap | None] = []  # --mmap: the phase's mappings, by PATH
         # --nofdsharing: a descriptor per PATH for each thread, opened by a call of its own
-        # (its own open file: offset, readahead and lock state apart from the others').
+        # (its own open file: offset, readahead and lock state apart from the others'); the
+        # threads share the phase's mappings (``maps``, the same list).
         self.threads: list[FdTargets] = []
 
     def of_thread(self, rank: int) -> FdTargets:
         return self.threads[rank % len(self.threads)] if self.threads else self
 
     def close(self) -> None:
+        self.unmap()
         for own in self.threads:
             own.close()
         self.threads.clear()
@@ -100,6 +121,15 @@ class FdTargets(Targets):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.fds.clear()
+
+    def unmap(self) -> None:
+        """Unmap the phase's mappings (--mmap; a run that still holds a view of one keeps
+        it mapped until the view goes)."""
+        for mapping in self.maps:
+            if mapping is not None:
+                with contextlib.suppress(BufferError):
+                    mapping.close()
+        self.maps.clear()
 
     def undo(self) -> None:
         self.close()
@@ -217,6 +247,42 @@ class PosixTargets:
         ``iodepth`` slots, one executor thread each; an engine that queues operations
         asynchronously runs one slot per thread with up to ``iodepth`` in flight."""
         return 1
+
+    def begin_phase(
+        self, targets: Targets, kind: PhaseKind, options: IoOptions
+    ) -> BenchIOError | None:
+        """Untimed, at each phase's start: the --fadv hints on every file, and with
+        --mmap each file mapped for the phase (for reading only in a read phase) with the
+        --madv hints (the operations: :mod:`aiobench.engines.access`). A mapping is the
+        file's size when the phase starts: an operation past it is a short transfer (an
+        error), never a load or store past the file's end."""
+        opened = fd_targets(targets)
+        opened.unmap()
+        if not (options.fadvise or options.mmap):
+            return None
+        for fd, path in zip(opened.fds, opened.paths, strict=True):
+            step = "posix_fadvise"
+            try:
+                for hint in options.fadvise:
+                    os.posix_fadvise(fd, 0, 0, FADVICE[hint])
+                if not options.mmap:
+                    continue
+                step = "mmap"
+                size = os.lseek(fd, 0, os.SEEK_END)  # (a block device's size too)
+                if not size:
+                    opened.maps.append(None)  # (nothing to map: every operation is short)
+                    continue
+                prot = mmap.PROT_READ if kind == READ else mmap.PROT_READ | mmap.PROT_WRITE
+                mapping = mmap.mmap(fd, size, flags=mmap.MAP_SHARED, prot=prot)
+                opened.maps.append(mapping)
+                step = "madvise"
+                for hint in options.madvise:
+                    mapping.madvise(MADVICE[hint])
+            except OSError as exc:
+                opened.unmap()
+                detail = f"{step}: {exc.strerror or os.strerror(exc.errno or 0)}"
+                return BenchIOError(path=path, offset=0, errno=exc.errno or 0, detail=detail)
+        return None
 
     def prepare_files(
         self,
@@ -386,6 +452,7 @@ def _thread_fds(
     try:
         for _ in range(cfg.threads):
             own = FdTargets(shared.paths)
+            own.maps = shared.maps  # (--mmap: the same mappings, made per phase)
             threads.append(own)
             for path, fd in zip(shared.paths, shared.fds, strict=True):
                 if check is not None:

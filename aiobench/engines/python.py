@@ -20,6 +20,7 @@ from time import perf_counter_ns
 
 import numpy as np
 
+from aiobench.engines.access import Access
 from aiobench.engines.base import (
     IoOptions,
     Job,
@@ -59,7 +60,7 @@ class PosixEngine(PosixTargets):
         batch = ListRecord()
         opts = job.options
         plain = ops.mix is None and not opts.rate_bytes_per_s and opts.verify is None
-        plain = plain and not opts.read_inline
+        plain = plain and not opts.accessed and not opts.read_inline
         try:
             if plain and job.kind == READ:
                 self._read(batch, job, ops)
@@ -191,9 +192,13 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
         refill = buf.refill_generator() if fast else buf.algo_refill(opts.block_var_algo)
     next_data = _write_source(buf, opts, length, refill)
     all_fds = fds_of(job.targets)
-    fds = repeat(all_fds[index]) if isinstance(index, int) else [all_fds[i] for i in index]
+    indexes = repeat(index) if isinstance(index, int) else index
+    # --mmap, --flock: each transfer through aiobench.engines.access (else the syscall).
+    access = Access(job.targets, opts) if opts.accessed else None
+    transfer = access.transfer if access is not None else None
     try:
-        for n, (fd, off, read) in enumerate(zip(fds, ops.offsets, reads, strict=False)):
+        for n, (i, off, read) in enumerate(zip(indexes, ops.offsets, reads, strict=False)):
+            fd = all_fds[i]
             due = 0
             if rate:
                 due = start_ns + int((first_seq + n) * ns_per_op)
@@ -205,7 +210,10 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
                     time.sleep(wait / 1e9)
             data = read_view if read else next_data(off)
             add_start(clock())
-            got = preadv(fd, data, off) if read else pwritev(fd, data, off)
+            if transfer is None:
+                got = preadv(fd, data, off) if read else pwritev(fd, data, off)
+            else:
+                got = transfer(i, data, off, read)
             end = clock()
             if got != length:
                 raise _short_transfer(got, length)
@@ -227,6 +235,8 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
     finally:
         if isinstance(refill, np.random.SFC64) and fast:
             buf.keep_refill(refill)
+        if access is not None:
+            access.close()
 
 
 def _write_source(

@@ -140,6 +140,8 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe]) -> Resolved:
         )
     validate(cfg, path_type)
     sizes = [_target_size(cfg, path, found[path]) for path in cfg.paths]
+    if cfg.mmap and cfg.write and path_type == FILE:
+        _check_mappable(cfg, found, sizes)
     notes: list[str] = []
     block = cfg.block_size
     smallest = min(sizes)
@@ -166,6 +168,22 @@ def resolve(cfg: BenchConfig, probe: Callable[[str, bool], Probe]) -> Resolved:
     resolved = Resolved(path_type, layout, tuple(notes), idents=idents)
     _check_space(cfg, resolved)
     return resolved
+
+
+def _check_mappable(cfg: BenchConfig, found: dict[str, Probe], sizes: list[int]) -> None:
+    """--mmap -w: a shared mapping cannot make a file larger (a store past the file's end
+    is a SIGBUS), so each file must be as large as what is written already, or be made so
+    by --trunctosize or --preallocfile before the phase."""
+    if cfg.trunctosize or cfg.preallocfile:
+        return
+    for path, size in zip(cfg.paths, sizes, strict=True):
+        has = 0 if cfg.trunc else found[path].size or 0
+        if has < size:
+            now = "made empty by --trunc" if cfg.trunc else f"{has} bytes"
+            raise ConfigError(
+                f"--mmap: {path} is {now}, and writes through a mapping cannot extend it "
+                f"to {size}; add --trunctosize or --preallocfile"
+            )
 
 
 def check_randamount(cfg: BenchConfig, block: int) -> None:

@@ -16,7 +16,7 @@ from time import perf_counter_ns, process_time_ns, thread_time_ns
 
 import anyio
 
-from aiobench.config import BenchConfig
+from aiobench.config import BenchConfig, cpu_sets, hint_list
 from aiobench.engines.base import Engine, IoOptions
 from aiobench.engines.gate import StartGate
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, PhaseKind
@@ -29,6 +29,7 @@ from aiobench.plan.workload import Layout, OpStream
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, ThreadProgress
 from aiobench.run.coordinator import Coordinator
+from aiobench.run.opslog import OpsLog
 from aiobench.run.slots import close_buffers, slots_for
 from aiobench.run.worker import (
     Clock,
@@ -72,6 +73,7 @@ class RunContext:
     # the dataset this one has (None: all of them, as a process alone).
     coordinator: Coordinator = field(default_factory=Coordinator)
     split: ThreadSplit | None = None
+    opslog: OpsLog | None = None  # --opslog: every phase's operations are logged to it
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -141,11 +143,22 @@ class PhaseRun:
             block_var_pct=cfg.blockvarpct,
             block_var_algo=cfg.blockvaralgo,
             rate_bytes_per_s=rate_limit(cfg, kind),
+            fadvise=hint_list(cfg.fadv),
+            mmap=cfg.mmap,
+            madvise=hint_list(cfg.madv),
+            flock=cfg.flock,
             read_inline=cfg.readinline and kind == WRITE,
             stat_inline=cfg.statinline and layout.dir_mode and kind in (READ, WRITE),
         )
         mixed = pct is not None
         depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)
+        title = phase_title(cfg, layout, kind)
+        opslog = None
+        if ctx.opslog is not None:
+            objects = ctx.engine.name == "s3"
+            opslog = ctx.opslog.phase(
+                kind, title, ctx.paths, depth=depth, objects=objects, mmap=options.mmap
+            )
         self.spec = PhaseSpec(
             kind=kind,
             engine=ctx.engine,
@@ -153,9 +166,11 @@ class PhaseRun:
             targets=ctx.targets,
             options=options,
             depth=depth,
+            opslog=opslog,
+            cpu_sets=cpu_sets(cfg),
         )
         self.about = PhaseAbout(
-            name=phase_title(cfg, layout, kind),
+            name=title,
             rwmix_pct=pct,
             paths=ctx.paths,
             servers=ctx.targets.servers,
@@ -200,6 +215,9 @@ class PhaseRun:
         if kind == MKDIRS:
             self._rank_dirs()
         self._prepare_files()
+        error = ctx.engine.begin_phase(ctx.targets, kind, self.spec.options)
+        if error is not None:
+            self.state.fail(error)
         # Every slot's first run is taken now and handed to its thread, which waits at the
         # gate: the clock starts once all of them are ready.
         count = sum(len(rank_slots) for rank_slots in slots)

@@ -13,7 +13,7 @@ from time import perf_counter
 import anyio
 
 from aiobench import __version__
-from aiobench.config import BenchConfig
+from aiobench.config import BenchConfig, cpu_sets
 from aiobench.engines.base import Engine
 from aiobench.engines.gate import StopEvent
 from aiobench.errors import EXIT_IO_ERROR, BenchIOError
@@ -50,8 +50,10 @@ from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, RunResult
 from aiobench.run import interrupts
+from aiobench.run.affinity import bind_process
 from aiobench.run.coordinator import Coordinator
 from aiobench.run.housekeeping import run_housekeeping
+from aiobench.run.opslog import OpsLog
 from aiobench.run.phases import RunContext, make_executor, run_phase
 from aiobench.stats.tally import PhaseTally
 from aiobench.units import format_bytes, format_elapsed, format_seconds
@@ -187,9 +189,10 @@ def run_benchmark(
     observer: Observer | None = None,
     meta: dict[str, object] | None = None,
     coordinator: Coordinator | None = None,
+    opslog: OpsLog | None = None,
 ) -> RunResult:
-    """Open the targets and run every phase; never raises for I/O errors, nor for a signal
-    once a block has started.
+    """Open the targets and run every phase (each operation logged to ``opslog``); never
+    raises for I/O errors, nor for a signal once a block has started.
 
     An I/O error opening the targets (:data:`~aiobench.engines.posix.IO_ERRNOS`) is the
     result's error, with no phase. Raises :class:`~aiobench.errors.ConfigError` only during
@@ -212,6 +215,7 @@ def run_benchmark(
         return result
     stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
     try:
+        bind_process(cpu_sets(cfg))  # --cores/--zones (before the executor's threads start)
         executor = make_executor(cfg.slots)
     except BaseException:
         opened.close()
@@ -228,6 +232,7 @@ def run_benchmark(
         live_interval_ns=cfg.live_interval_ms * 1_000_000,
         coordinator=job,
         split=offset(job.split(cfg.threads, resolved.layout.dir_mode), cfg.rankoffset),
+        opslog=opslog,
     )
     kinds = phase_kinds(cfg, resolved)
     observer.ready()  # setup can no longer fail: notes for the user may go out now

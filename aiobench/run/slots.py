@@ -59,6 +59,7 @@ def slots_for(
         return Slot(
             buffer(rank, i, stream),
             per_path=per_path,
+            rank=rank,
             targets=own if own is not targets else None,
         )
 

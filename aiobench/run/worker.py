@@ -34,6 +34,8 @@ from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.layout import Run, Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
+from aiobench.run.affinity import bind_thread, thread_cpus
+from aiobench.run.opslog import PhaseLog
 from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
@@ -70,6 +72,8 @@ class PhaseSpec:
     targets: Targets
     options: IoOptions = field(default_factory=IoOptions)
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
+    opslog: PhaseLog | None = None  # --opslog: each run's operations logged once back
+    cpu_sets: tuple[frozenset[int], ...] = ()  # --cores/--zones: thread i's is i mod len
     batch_ns: int = field(init=False)  # a run's time budget: set from the engine
 
     def __post_init__(self) -> None:
@@ -173,6 +177,7 @@ class Slot:
     # phase's shared ones.
     targets: Targets | None = None
     busy_since_ns: int = 0  # nothing it has yet to account ends before this; 0 = ended
+    rank: int = 0  # the (global) thread rank it belongs to (--opslog's worker_rank)
 
     @property
     def totals(self) -> Counts:
@@ -238,6 +243,8 @@ def _execute(
         raw = spec.engine.run(job)
     finally:
         _done(state, queued)
+    if spec.opslog is not None:  # (after the engine's timed loop, before the next run)
+        spec.opslog.record(run, raw, slot.rank)
     return _fold(slot, run, raw)
 
 
@@ -251,6 +258,8 @@ async def _execute_async(
         raw = await engine.run_async(job)
     finally:
         _done(state, queued)
+    if spec.opslog is not None:
+        spec.opslog.record(run, raw, slot.rank)
     return _fold(slot, run, raw)
 
 
@@ -476,10 +485,14 @@ class _Ends:
             self.loop.call_soon_threadsafe(self.all_ended.set)
 
 
-def _slot_thread(ends: _Ends, local: int, slot: Slot, loop: Callable[[], None]) -> None:
-    """A slot's :func:`_slot_loop` in its executor thread, its end (or failure) counted."""
+def _slot_thread(
+    ends: _Ends, local: int, slot: Slot, loop: Callable[[], None], cpus: frozenset[int] | None
+) -> None:
+    """A slot's :func:`_slot_loop` in its executor thread (bound to ``cpus``, --cores),
+    its end (or failure) counted."""
     failure: BaseException | None = None
     try:
+        bind_thread(cpus)
         loop()
     except BaseException as exc:  # (handed to the loop, which raises it)
         failure = exc
@@ -529,7 +542,8 @@ async def run_slots(
         for slot in rank_slots:
             first = gate if slot.pending is not None else None
             body = partial(_slot_loop, spec, state, stream, slot, len(rank_slots), first, take_lock)
-            future = spec.executor.submit(_slot_thread, ends, local, slot, body)
+            cpus = thread_cpus(spec.cpu_sets, local)
+            future = spec.executor.submit(_slot_thread, ends, local, slot, body, cpus)
             futures.append((future, local, slot))
     try:
         await ends.all_ended.wait()

@@ -247,6 +247,10 @@ def aiobench_s3_figures(doc: Doc, op: str, work: S3Work, objects: int) -> Figure
         "io_p99_ns": pct("io", "99"),
         "entry_p99_ns": pct("entry", "99"),
         "size_ok": float(last["bytes"] == objects * work.size),
+        # In-phase: the event-loop thread's CPU from the phase's start to its last request
+        # (the S3 engine's requests all run on it), as the floor's process_time around its
+        # requests.
+        "phase_cpu_s": float(phase.get("loop_cpu_ns") or NAN) / 1e9,
     }
 
 
@@ -634,13 +638,24 @@ def s3_targets(rows: list[Row]) -> list[Row]:
                 fmt_cpu, "<=", S3_CPU_TARGET if small else None,
             )
         )  # fmt: skip
+        phase = row["phase_cpu_ns"]
+        targets.append(
+            target_row(
+                "s3", f"{label}: in-phase client CPU per {per}", phase["aiobench"],
+                phase["floor"], floor, fmt_cpu, "<=", None,
+            )
+        )  # fmt: skip
         if not small:
-            targets.append(
-                target_row(
-                    "s3", f"{label}: client CPU per MiB under 0.3 ms", cpu["aiobench"],
-                    S3_MIB_CPU_TARGET_NS, "#26 target", fmt_cpu, "<=", 1.0,
-                )
-            )  # fmt: skip
+            # (a process's CPU less its start-up run's is lost in the noise for a few large
+            # objects: the in-phase figure is the target's, the process figure beside it)
+            for what, value in (("", phase["aiobench"]), (" (process)", cpu["aiobench"])):
+                targets.append(
+                    target_row(
+                        "s3", f"{label}: client CPU per MiB under 0.3 ms{what}", value,
+                        S3_MIB_CPU_TARGET_NS, "#26 target", fmt_cpu, "<=",
+                        None if what else 1.0,
+                    )
+                )  # fmt: skip
         for what, key in ((unit, "median"), (f"client CPU per {per}", "cpu_ns")):
             targets.append(
                 target_row(
@@ -685,7 +700,9 @@ def print_s3_markdown(rows: list[Row], meta: Row) -> None:
         "client CPU: the process's user + system time (wait4) less the median of its "
         "start-up runs (the same command with one object per thread, after each pair), over "
         "the requests or MiB more than those; in-phase: the floor's own process_time "
-        "around its requests; server CPU: weed's, per request or MiB"
+        "around its requests, aiobench's event-loop thread from the phase's start to its "
+        "last request (phases[].loop_cpu_ns; every S3 request runs on it); server CPU: "
+        "weed's, per request or MiB"
     )
     startup = "; ".join(f"{k} {v['process_cpu_s']:.2f} s" for k, v in s3["startup"].items())
     print(f"- Start-up runs' CPU (medians): {startup or 'none measured'}")
@@ -693,11 +710,15 @@ def print_s3_markdown(rows: list[Row], meta: Row) -> None:
     print(
         "| work | op | floor | aiohttp loop | aiobench | ratio to the floor | target "
         "| client CPU: floor | aiohttp loop | aiobench | ratio | target "
-        "| floor, in-phase | server CPU: floor | aiobench | aiobench p99 request |"
+        "| in-phase CPU: floor | aiobench | ratio "
+        "| server CPU: floor | aiobench | aiobench p99 request |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
     for row in rows:
         med, cpu, srv = row["median"], row["cpu_ns"], row["server_cpu_ns"]
+        phase = row["phase_cpu_ns"]
         small = row["cpu_unit"] == "requests"
         per = " / request" if small else " / MiB"
         target = f">= {S3_RATE_TARGET:.1f}x" if small else "-"
@@ -709,7 +730,8 @@ def print_s3_markdown(rows: list[Row], meta: Row) -> None:
             f"| {fmt_cpu(cpu['floor'], per)} | {fmt_cpu(cpu['ref'], per)} "
             f"| {fmt_cpu(cpu['aiobench'], per)} "
             f"| {fmt_ratio(ratio_of(cpu['aiobench'], cpu['floor']))} | {cpu_target} "
-            f"| {fmt_cpu(row['phase_cpu_ns']['floor'], per)} "
+            f"| {fmt_cpu(phase['floor'], per)} | {fmt_cpu(phase['aiobench'], per)} "
+            f"| {fmt_ratio(ratio_of(phase['aiobench'], phase['floor']))} "
             f"| {fmt_cpu(srv['floor'], per)} | {fmt_cpu(srv['aiobench'], per)} "
             f"| {fmt_ns(row['io_p99_ns'])} |"
         )

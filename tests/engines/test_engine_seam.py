@@ -18,7 +18,7 @@ from aiobench.config import BenchConfig
 from aiobench.engines.base import IoOptions, Job, RawBatch, _int64
 from aiobench.engines.posix import FdTargets, PosixTargets, fds_of
 from aiobench.errors import BenchIOError, ConfigError
-from aiobench.kinds import READ, WRITE
+from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.plan.targets import FILE, Probe, Resolved, Targets, resolve
 from aiobench.plan.workload import Layout, OpRun
 from aiobench.run.runner import run_benchmark
@@ -69,6 +69,12 @@ class MemoryEngine:
         self.calls.append("open")
         self.opened.append(MemoryTargets(cfg.paths, self.store))
         return self.opened[-1]
+
+    def begin_phase(
+        self, targets: Targets, kind: PhaseKind, options: IoOptions
+    ) -> BenchIOError | None:
+        self.calls.append(f"begin {kind}")
+        return None
 
     def prepare_files(
         self,
@@ -144,6 +150,8 @@ def test_a_new_engine_runs_a_benchmark_on_targets_that_are_not_files(
     assert {path: len(blob) for path, blob in engine.store.items()} == dict.fromkeys(paths, 65536)
     assert all(0 not in blob for blob in engine.store.values())
     assert engine.calls[:3] == ["probe", "probe", "open"] and "sync" in engine.calls
+    begun = [call for call in engine.calls if call.startswith("begin")]
+    assert begun == [f"begin {WRITE}", f"begin {READ}"]  # each phase's start, in order
     [targets] = engine.opened
     assert targets.closed and targets.filled
     assert list(tmp_path.iterdir()) == []  # the harness made no file of its own

@@ -136,6 +136,7 @@ def aiobench_doc(phase: str, entries: int, size: int, block: int) -> dict[str, o
                     "io": {"percentiles_ns": {"50": 900_000, "99": 4_000_000}},
                     "entry": {"percentiles_ns": {"99": 5_000_000}},
                 },
+                "loop_cpu_ns": 700_000_000,
             }
         ],
     }
@@ -148,6 +149,7 @@ def test_aiobench_figures_from_its_json() -> None:
     assert fig["io_p99_ns"] == 4_000_000
     assert fig["entry_p99_ns"] == 5_000_000
     assert fig["size_ok"] == 1.0
+    assert fig["phase_cpu_s"] == 0.7  # the loop thread's, in the phase (loop_cpu_ns)
     big = aiobench_s3_figures(aiobench_doc("WRITE", 8, 64 * MIB, 8 * MIB), "put", LARGE, 8)
     assert big["requests"] == 64
     assert big["bytes_per_s"] == 4 * 64 * MIB
@@ -225,8 +227,8 @@ def samples_of(aiobench: bool) -> dict[str, dict[str, dict[str, list[dict[str, f
         floor = [figures(r, 1.6, n, size, phase_cpu_s=1.0) for r in (1000, 1100, 900)]
         ref = [figures(700, 2.2, n, size, phase_cpu_s=1.5)] * 3
         aio = {
-            "put": [figures(900, 1.5, n, size)] * 3,
-            "get": [figures(800, 0.3 + 6000 * 300e-6, n, size)] * 3,
+            "put": [figures(900, 1.5, n, size, phase_cpu_s=1.2)] * 3,
+            "get": [figures(800, 0.3 + 6000 * 300e-6, n, size, phase_cpu_s=1.8)] * 3,
         }
         out[work.key] = {
             "floor": {"put": floor, "get": floor},
@@ -266,6 +268,14 @@ def test_targets_rows_ratios_and_the_cpu_target() -> None:
     assert targets["64 MiB GET: client CPU per MiB"]["target"] is None
     absolute = targets["64 MiB PUT: client CPU per MiB under 0.3 ms"]
     assert absolute["reference"] == 300_000 and absolute["target"] == 1.0
+    assert absolute["aiobench"] == pytest.approx(1.2 / 4096 * 1e9)  # in-phase: 1.2 s, 4 GiB
+    process = targets["64 MiB PUT: client CPU per MiB under 0.3 ms (process)"]
+    assert (
+        process["aiobench"] == pytest.approx(1.2 / 4096 * 1e9, rel=1e-3)
+        and process["target"] is None
+    )
+    in_phase = targets["4 KiB GET: in-phase client CPU per request"]
+    assert in_phase["ratio"] == pytest.approx(1.8) and in_phase["target"] is None
     assert [(w, t["met"]) for w, t in targets.items() if t["target"] is not None] == [
         ("4 KiB PUT: ops/s", True),
         ("4 KiB PUT: client CPU per request", True),

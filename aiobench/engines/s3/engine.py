@@ -273,6 +273,11 @@ class S3Engine:
             log=RequestLog(cfg.s3logprefix, cfg.s3log) if cfg.s3log else None,
         )
 
+    def begin_phase(
+        self, targets: Targets, kind: PhaseKind, options: IoOptions
+    ) -> BenchIOError | None:
+        return None  # (--fadv and --mmap are refused for object storage)
+
     def prepare_files(
         self,
         targets: Targets,

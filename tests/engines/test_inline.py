@@ -465,3 +465,22 @@ def test_dryrun_says_what_the_options_add(tmp_path: Path, run_cli: RunCli) -> No
         proc.stdout
     )
     assert "READ+s          : 1 files, 1.0 MiB in blocks of 1.0 MiB\n" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--mmap", "--trunctosize"], ["--flock", "range"], ["--flock", "full", "--readinline"]],
+)
+def test_nofdsharing_composes_with_mappings_and_locks(
+    tmp_path: Path, run_cli: RunCli, io_engine: Engine, extra: list[str]
+) -> None:
+    """The threads' own descriptors share the phase's mappings (--mmap) and take their
+    locks (--flock); what is written through one thread is read back right by another."""
+    target, out = tmp_path / "f", tmp_path / "out.json"
+    proc = run_cli(
+        "-w", "-r", "-t", "4", "-s", "4m", "-b", "64k", "--verify", "3", "--nofdsharing",
+        *extra, *on(io_engine), str(target), "--json", str(out),
+    )  # fmt: skip
+    ok(proc)
+    figures = phases(out)
+    assert figures["WRITE"]["bytes"] == figures["READ"]["bytes"] == 4 * 1024 * 1024

@@ -510,6 +510,31 @@ class BenchConfig:
         shown="unbound",
     )
     # --- end of --cores/--zones ---
+    # --- elbencho's inline read and stat, and per-thread file descriptors (--readinline,
+    # --statinline, --nofdsharing): aiobench/engines/python.py, native.py, posix.py ---
+    readinline: bool = option(
+        False,
+        "--readinline",
+        help="With -w: read each block back through the same open file right after writing "
+        "it, the read timed with the write as one operation (elbencho's inline read: dir "
+        "mode, and file mode too).",
+        panel=WORKLOAD,
+    )
+    statinline: bool = option(
+        False,
+        "--statinline",
+        help="Dir mode: fstat each file right after opening it in the write and read "
+        "phases, timed with the file (no effect in file mode, as in elbencho).",
+        panel=DIR_MODE,
+    )
+    nofdsharing: bool = option(
+        False,
+        "--nofdsharing",
+        help="File mode: each thread opens the files or block devices itself instead of all "
+        "threads sharing one descriptor per PATH (no effect in dir mode, as in elbencho).",
+        panel=WORKLOAD,
+    )
+    # --- end of --readinline/--statinline/--nofdsharing ---
     limitread_bps: int = option(  # bytes per second per thread in read phases; 0 = none
         None,
         "--limitread",
@@ -1714,6 +1739,7 @@ def validate(cfg: BenchConfig, path_type: PathType | None = None) -> None:
     _check_opslog(cfg)
     _check_access(cfg, path_type)
     cpu_sets(cfg)  # (--cores, --zones: each named CPU or zone exists here)
+    _check_inline(cfg, path_type)
     if path_type == PathType.S3:
         _check_objects(cfg)
         return
@@ -2283,3 +2309,32 @@ def cpu_sets(cfg: BenchConfig) -> tuple[frozenset[int], ...]:
             raise ConfigError(f"--zones: zone {zone} has no CPU this process may use")
         sets.append(cpus)
     return tuple(sets)
+
+
+def _check_inline(cfg: BenchConfig, path_type: PathType | None) -> None:
+    """--readinline, --statinline and --nofdsharing (elbencho's rules, and what files only
+    have)."""
+    if cfg.readinline:
+        if not cfg.write:
+            raise ConfigError("--readinline: only applies with -w/--write (it reads back writes)")
+        if cfg.iodepth > 1:
+            raise ConfigError(
+                "--readinline: cannot be combined with --iodepth above 1 (as in elbencho)"
+            )
+    if path_type == PathType.S3:
+        for name, given in (
+            ("--readinline", cfg.readinline),
+            ("--statinline", cfg.statinline),
+            ("--nofdsharing", cfg.nofdsharing),
+        ):
+            if given:
+                raise ConfigError(f"{name}: only applies to files, not object storage (s3://)")
+    if cfg.nofdsharing and path_type not in (None, PathType.DIR):
+        # Each thread holds its own descriptor per PATH, beside the shared one.
+        needed = len(cfg.paths) * (cfg.threads + 1)
+        cap = open_file_cap()
+        if needed > cap:
+            raise ConfigError(
+                f"--nofdsharing: {len(cfg.paths)} paths x (-t {cfg.threads} + 1) need "
+                f"{needed} open files, more than the {cap} this process may open"
+            )

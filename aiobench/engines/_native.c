@@ -51,6 +51,7 @@ enum {
     ST_FULL = 8,     /* the block arrays cannot hold the next file's blocks: grow, call again */
     ST_BLOCK = 9,    /* a block read or write of a dir-mode file failed: err, c = offset */
     ST_SETUP = 10,   /* file_aio: io_setup failed: err (nothing was submitted) */
+    ST_FSTAT = 11,   /* entries_files, --statinline: the fstat after the open failed: err */
 };
 
 /* Dir-mode metadata calls (entries_meta). */
@@ -802,7 +803,7 @@ typedef struct {
     PyObject *fds, *offsets, *starts, *ends, *intended, *gate, *leaves, *io_starts, *io_ends,
         *stop;
     int fd, dfd, op, flags, mode, mix_pct, err;
-    char reading, verify, verify_direct, tolerate, carry;
+    char reading, verify, verify_direct, tolerate, carry, read_inline, stat_inline;
     Py_ssize_t length, depth, var_words, size, block, start, first, n, n_io, done, index;
     long long mix_base, first_seq, schedule_ns, until_ns, deadline_ns;
     unsigned long long salt, a, b, c;
@@ -890,6 +891,7 @@ static PyMemberDef spec_members[] = {
     SPEC_FIELD(verify, T_BOOL, 0, "--verify: write the pattern, check what is read"),
     SPEC_FIELD(salt, T_ULONGLONG, 0, "--verify: the pattern's salt"),
     SPEC_FIELD(verify_direct, T_BOOL, 0, "--verifydirect: read each write back and check it"),
+    SPEC_FIELD(read_inline, T_BOOL, 0, "--readinline: read each write back, timed with it (file_run, entries_files)"),
     SPEC_FIELD(var_words, T_PYSSIZET, 0, "--blockvarpct: words refilled per write; -1: none"),
     SPEC_FIELD(depth, T_PYSSIZET, 0, "file_aio: operations in flight at most"),
     SPEC_FIELD(carry, T_BOOL, 0, "file_aio: until_ns is a run's budget (not the phase's end): past it, keep the queue full and leave what is in flight to the slot's next call"),
@@ -912,6 +914,7 @@ static PyMemberDef spec_members[] = {
     SPEC_FIELD(n_io, T_PYSSIZET, 0, "in and out: blocks recorded in io_starts/io_ends"),
     SPEC_FIELD(deadline_ns, T_LONGLONG, 0, "entries_files: a file's blocks stop past it"),
     SPEC_FIELD(stop, T_OBJECT, 0, "entries_files: StopEvent.flag, or None"),
+    SPEC_FIELD(stat_inline, T_BOOL, 0, "entries_files, --statinline: fstat each file after its open"),
     /* both */
     SPEC_FIELD(until_ns, T_LONGLONG, 0, "the budget: nothing more starts after a unit ends past it"),
     SPEC_FIELD(starts, T_OBJECT, 0, "int64 array: each unit's start"),
@@ -1038,7 +1041,8 @@ PyDoc_STRVAR(file_run_doc,
 "file_run(slot, spec) -> status\n\n"
 "One run of file-mode operations, composed as the Python engine's _composed loop: spec's\n"
 "fd/fds, offsets, length, reading, mix_pct/mix_base, ns_per_op/schedule_ns/first_seq,\n"
-"verify/salt/verify_direct, var_words, until_ns, gate; starts, ends and intended filled.\n"
+"verify/salt/verify_direct, read_inline, var_words, until_ns, gate; starts, ends and\n"
+"intended filled.\n"
 "Sets spec.done, and for a failure spec.index, err, a, b, c.");
 
 static PyObject *
@@ -1060,7 +1064,7 @@ file_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         take(&v, sp->gate, 1, 8, "gate", (void **)&gate, &n_gate))
         goto fail;
     const int fd0 = sp->fd, reading = sp->reading, mix_pct = sp->mix_pct, verify = sp->verify,
-              verify_direct = sp->verify_direct;
+              verify_direct = sp->verify_direct, read_inline = sp->read_inline;
     const long long mix_base = sp->mix_base, schedule_ns = sp->schedule_ns,
                     first_seq = sp->first_seq;
     long long until_ns = sp->until_ns;
@@ -1146,8 +1150,10 @@ file_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             b = (uint64_t)length;
             break;
         }
-        if (!read && verify && verify_direct) { /* (d) read back, then check */
+        if (!read && (read_inline || (verify && verify_direct))) { /* (d) read back */
             got = xpread(fd, rmem, (size_t)length, off);
+            if (read_inline) /* elbencho's inline read: timed with its write */
+                end = now_ns();
             if (got < 0) {
                 status = ST_ERRNO;
                 err = errno;
@@ -1658,7 +1664,8 @@ fail:
 PyDoc_STRVAR(entries_files_doc,
 "entries_files(slot, spec) -> status\n\n"
 "Open + whole-file blocks + close per leaf from spec.leaves[spec.first] on, relative to\n"
-"spec.dfd (flags, mode, reading, size, block, until_ns, deadline_ns, stop), entries\n"
+"spec.dfd (flags, mode, reading, size, block, until_ns, deadline_ns, stop; stat_inline:\n"
+"fstat after the open; read_inline: each block written is read back), entries\n"
 "recorded in starts/ends from spec.n on, blocks in io_starts/io_ends from spec.n_io on.\n"
 "Sets spec.n, n_io, first (where it stopped), and for a failure err, a, b, c.");
 
@@ -1670,6 +1677,7 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (call_args("entries_files", args, nargs, &slot, &sp) < 0)
         return NULL;
     const int dfd = sp->dfd, flags = sp->flags, mode = sp->mode, writing = !sp->reading;
+    const int stat_inline = sp->stat_inline, read_inline = writing && sp->read_inline;
     const long long until_ns = sp->until_ns, deadline_ns = sp->deadline_ns;
     const Py_ssize_t first = sp->first, size = sp->size, block = sp->block, at = sp->start;
     Py_ssize_t n = sp->n, n_io = sp->n_io;
@@ -1698,7 +1706,7 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         wrong = "starts/ends: too short for the leaves";
     else if (n_io < 0 || n_io > io_cap || blocks > io_cap)
         wrong = "io_starts/io_ends: cannot hold one file's blocks";
-    else if (!writing && slot->read_area < block)
+    else if ((!writing || read_inline) && slot->read_area < block)
         wrong = "read_mem: shorter than a block";
     if (wrong) {
         PyErr_SetString(PyExc_ValueError, wrong);
@@ -1725,6 +1733,13 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             err = errno;
             break;
         }
+        struct stat st;
+        if (stat_inline && fstat(fd, &st) < 0) { /* --statinline, in the file's timing */
+            status = ST_FSTAT;
+            err = errno;
+            close(fd);
+            break;
+        }
         int cut = 0;
         for (Py_ssize_t off = 0; off < size; off += block) {
             Py_ssize_t len = size - off < block ? size - off : block;
@@ -1732,6 +1747,8 @@ entries_files(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             int64_t io_start = now_ns();
             ssize_t got = writing ? xpwrite(fd, data, (size_t)len, at + off)
                                   : xpread(fd, data, (size_t)len, at + off);
+            if (read_inline && got == len) /* the block back, in its timing */
+                got = xpread(fd, rmem, (size_t)len, at + off);
             int64_t io_end = now_ns();
             if (got != len) {
                 if (got < 0) {
@@ -1820,7 +1837,7 @@ exec_module(PyObject *m)
         {"DONE", ST_DONE},         {"BUDGET", ST_BUDGET},     {"ERRNO", ST_ERRNO},
         {"SHORT", ST_SHORT},       {"MISMATCH", ST_MISMATCH}, {"EXISTS", ST_EXISTS},
         {"SYMLINK", ST_SYMLINK},   {"CUT", ST_CUT},           {"FULL", ST_FULL},
-        {"BLOCK", ST_BLOCK},       {"SETUP", ST_SETUP},       {"OP_MKDIR", OP_MKDIR},    {"OP_UNLINK", OP_UNLINK},
+        {"BLOCK", ST_BLOCK},       {"SETUP", ST_SETUP},       {"FSTAT", ST_FSTAT},       {"OP_MKDIR", OP_MKDIR},    {"OP_UNLINK", OP_UNLINK},
         {"OP_RMDIR", OP_RMDIR},    {"OP_LSTAT", OP_LSTAT},    {"OP_OPEN_CLOSE", OP_OPEN_CLOSE},
         {"STAMP_SPACING", STAMP_SPACING},
     };

@@ -21,6 +21,7 @@ CUT: int
 FULL: int
 BLOCK: int
 SETUP: int
+FSTAT: int
 OP_MKDIR: int
 OP_UNLINK: int
 OP_RMDIR: int
@@ -90,6 +91,7 @@ class Spec:
     verify: bool
     salt: int
     verify_direct: bool
+    read_inline: bool
     var_words: int
     depth: int
     carry: bool
@@ -112,6 +114,7 @@ class Spec:
     n_io: int
     deadline_ns: int
     stop: Array | None
+    stat_inline: bool
     # both
     until_ns: int
     starts: Array

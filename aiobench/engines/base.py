@@ -135,6 +135,11 @@ class IoOptions:
     mmap: bool = False  # --mmap: each operation a copy to or from the file's mapping
     madvise: tuple[str, ...] = ()  # --madv's hints for that mapping
     flock: str | None = None  # --flock: range or full, around each operation
+    # --readinline: each write is followed by a read of its block through the same fd,
+    # the two timed as one operation (elbencho's); --statinline (dir mode): fstat each file
+    # right after its open, inside the file's timing.
+    read_inline: bool = False
+    stat_inline: bool = False
 
     @property
     def accessed(self) -> bool:

@@ -101,6 +101,8 @@ def entry_parents(
 
 def file_flags(job: Job) -> int:
     """open(2) flags of a dir-mode file: created or read, never through a symlink."""
-    flags = (os.O_CREAT | os.O_WRONLY) if job.kind == WRITE else os.O_RDONLY
+    # (--readinline reads each block back through the same fd: read-write then.)
+    writes = os.O_RDWR if job.options.read_inline else os.O_WRONLY
+    flags = (os.O_CREAT | writes) if job.kind == WRITE else os.O_RDONLY
     # O_NOFOLLOW: a symlink at the file's name fails with ELOOP instead of being opened.
     return flags | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECT if job.options.direct else 0)

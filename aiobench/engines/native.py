@@ -109,6 +109,8 @@ class NativeEngine(PosixTargets):
         if isinstance(ops, OpRun):
             return _file_run(job, ops)
         blocks = ops.blocks_per_entry
+        if not blocks and job.options.stat_inline and job.kind in (READ, WRITE):
+            return python_entries(job, ops)  # (-s 0 --statinline: open, fstat, close)
         if job.kind not in (READ, WRITE) or not blocks:
             return run_entries(job, ops, _EntryArrays(len(ops), 0), _metadata)
         if blocks > 1 and job.stop is not None and not isinstance(job.stop, StopEvent):
@@ -139,8 +141,9 @@ def _other_refill(opts: IoOptions) -> bool:
 def _queues(kind: PhaseKind, opts: IoOptions) -> bool:
     """Whether file-mode operations of ``kind`` can go through Linux AIO: plain reads and
     stamped writes (no pacing, pattern, check, block variance, mapping or lock to do
-    between them)."""
+    between them, nor a read back)."""
     plain = not opts.rate_bytes_per_s and opts.verify is None and not opts.accessed
+    plain = plain and not opts.read_inline
     return plain and (kind == READ or (kind == WRITE and opts.block_var_pct is None))
 
 
@@ -216,6 +219,7 @@ def _phase_spec(job: Job, ops: OpRun, buf: SlotBuffer, key: object) -> _native.S
         verify=salt is not None,
         salt=salt or 0,
         verify_direct=opts.verify_direct,
+        read_inline=opts.read_inline,
         var_words=var_words,
         depth=depth,
     )
@@ -245,6 +249,8 @@ def _failure(status: int, spec: _native.Spec, job: Job, ops: OpRun | EntryRun) -
         return symlink_error()
     if status == _native.ERRNO:  # open or close: the entry's own call
         return OSError(err, detail)
+    if status == _native.FSTAT:  # --statinline's fstat: the entry's own call too
+        return OSError(err, f"fstat: {detail}")
     return BlockError(err, detail, spec.c)  # BLOCK, SHORT
 
 
@@ -342,6 +348,8 @@ def _files(record: _EntryArrays, job: Job, run: EntryRun, parents: ParentDirs) -
         flags=file_flags(job),
         mode=FILE_MODE,
         reading=job.kind == READ,
+        read_inline=job.options.read_inline,
+        stat_inline=job.options.stat_inline,
         size=run.size,
         block=run.block,
         start=run.start,

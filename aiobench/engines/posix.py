@@ -104,9 +104,19 @@ class FdTargets(Targets):
         self.fds: list[int] = []
         self.created: list[str] = []
         self.maps: list[mmap.mmap | None] = []  # --mmap: the phase's mappings, by PATH
+        # --nofdsharing: a descriptor per PATH for each thread, opened by a call of its own
+        # (its own open file: offset, readahead and lock state apart from the others'); the
+        # threads share the phase's mappings (``maps``, the same list).
+        self.threads: list[FdTargets] = []
+
+    def of_thread(self, rank: int) -> FdTargets:
+        return self.threads[rank % len(self.threads)] if self.threads else self
 
     def close(self) -> None:
         self.unmap()
+        for own in self.threads:
+            own.close()
+        self.threads.clear()
         for fd in self.fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -223,6 +233,8 @@ class PosixTargets:
                 if check is not None:
                     check()
                 opened.fds.append(_open_one(cfg, path, path_type, opened.created, ident))
+            if cfg.nofdsharing:
+                opened.threads.extend(_thread_fds(cfg, opened, path_type, check))
         except BaseException:
             opened.undo()
             raise
@@ -422,6 +434,41 @@ def _open_one(
             os.close(fd)
             raise
     return fd
+
+
+def _thread_fds(
+    cfg: BenchConfig, shared: FdTargets, path_type: str, check: Callable[[], None] | None
+) -> list[FdTargets]:
+    """--nofdsharing: each of the -t threads opens every target once more (as elbencho's
+    workers do before the first phase; the shared descriptors stay open beside them).
+
+    Targets that exist by now (created above if missing) are opened without O_CREAT, and
+    without O_EXCL on a block device: the shared descriptor holds the exclusive claim. Each
+    open must reach the file the shared descriptor has."""
+    flags = (os.O_RDWR if cfg.write else os.O_RDONLY) | os.O_CLOEXEC
+    if cfg.direct:
+        flags |= os.O_DIRECT
+    threads: list[FdTargets] = []
+    try:
+        for _ in range(cfg.threads):
+            own = FdTargets(shared.paths)
+            own.maps = shared.maps  # (--mmap: the same mappings, made per phase)
+            threads.append(own)
+            for path, fd in zip(shared.paths, shared.fds, strict=True):
+                if check is not None:
+                    check()
+                try:
+                    own.fds.append(os.open(path, flags))
+                except OSError as exc:
+                    raise _setup_error(path, "--nofdsharing: cannot open", exc) from None
+                if path_type != BLOCKDEV:
+                    st = os.fstat(fd)
+                    _same(own.fds[-1], (st.st_dev, st.st_ino), path)
+    except BaseException:
+        for own in threads:
+            own.close()
+        raise
+    return threads
 
 
 def _refuse_signature(cfg: BenchConfig, path: str) -> None:

@@ -60,7 +60,7 @@ class PosixEngine(PosixTargets):
         batch = ListRecord()
         opts = job.options
         plain = ops.mix is None and not opts.rate_bytes_per_s and opts.verify is None
-        plain = plain and not opts.accessed
+        plain = plain and not opts.accessed and not opts.read_inline
         try:
             if plain and job.kind == READ:
                 self._read(batch, job, ops)
@@ -161,7 +161,8 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
     (the phase's kind, or --rwmixpct's choice); (c) a write's data: the next stamped pool
     window, the --verify pattern or the --blockvarpct block; (d) after the op,
     --verifydirect's read back and the --verify check of what was read. Only the syscall
-    is timed; an operation that fails a check is not counted.
+    is timed (with --readinline, the write and its read back together, as elbencho times
+    its inline read); an operation that fails a check is not counted.
 
     Under a rate limit operation n of a thread is due ``n * block / rate`` after the phase
     start; one that is late (the target stalled) starts at once, so the time from its due
@@ -177,6 +178,7 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
     read_view = _read_view(buf, length)
     salt, rate = opts.verify, opts.rate_bytes_per_s
     read_back = salt is not None and opts.verify_direct
+    inline = opts.read_inline
     ns_per_op = buf.block_size * 1_000_000_000 / rate if rate else 0.0
     start_ns, first_seq = job.schedule_start_ns, ops.first_seq
     reads: Iterable[bool] = repeat(job.kind == READ)
@@ -215,8 +217,10 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
             end = clock()
             if got != length:
                 raise _short_transfer(got, length)
-            if read_back and not read:
+            if (read_back or inline) and not read:
                 got = preadv(fd, read_view, off)
+                if inline:
+                    end = clock()
                 if got != length:
                     raise _short_transfer(got, length)
             if salt is not None and (read or read_back):
@@ -371,6 +375,7 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
     io_start, io_end = batch.io_starts.append, batch.io_ends.append
     writing = job.kind == WRITE
     flags = file_flags(job)
+    inline_stat, inline_read = job.options.stat_inline, writing and job.options.read_inline
     size, block, at = run.size, run.block, run.start
     # (offset, length) of every block of a file (of its range from ``at``, a file shared
     # between threads: --sharesize); only the last one can be short.
@@ -379,14 +384,17 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
     if writing and blocks:
         assert job.buf is not None
         next_block = job.buf.next_block
-    elif blocks:
+    if blocks and (inline_read or not writing):
         views = {length: _read_view(job.buf, length) for _, length in (blocks[0], blocks[-1])}
-    open_, close = os.open, os.close
+    open_, close, preadv = os.open, os.close, os.preadv
     if not blocks:  # -s 0: create (or open) and close, the classic metadata rate
         for dfd, leaves in entry_parents(batch, run, parents, until_ns):
             for name in leaves:
                 add_start(clock())
-                close(open_(name, flags, FILE_MODE, dir_fd=dfd))
+                fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
+                if inline_stat:
+                    _fstat_or_close(fd)
+                close(fd)
                 add_end(end := clock())
                 if end > until_ns:
                     return
@@ -395,6 +403,8 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
         for name in leaves:
             add_start(clock())
             fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
+            if inline_stat:
+                _fstat_or_close(fd)
             cut = False
             off = 0
             try:
@@ -402,6 +412,8 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
                     data = next_block(length) if writing else views[length]
                     io_start(clock())
                     got = transfer(fd, data, off)
+                    if inline_read and got == length:  # the block back, in its timing
+                        got = preadv(fd, views[length], off)
                     io_end(now := clock())
                     if got != length:
                         raise _short(batch.io_ends, got, length)
@@ -417,3 +429,13 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
             add_end(end := clock())
             if end > until_ns:
                 return
+
+
+def _fstat_or_close(fd: int) -> None:
+    """--statinline: fstat the file just opened (the entry's own call if it fails: the
+    file is closed and the error names fstat)."""
+    try:
+        os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise OSError(exc.errno, f"fstat: {exc.strerror}") from None

@@ -49,10 +49,16 @@ def rwmix_pct(cfg: BenchConfig, kind: PhaseKind) -> int | None:
 
 def phase_title(cfg: BenchConfig, layout: PhaseLayout, kind: PhaseKind) -> str:
     """The phase's name in results: with --rwmixthr N the write phase is elbencho's
-    ``MIX-T<N>`` (N at most -t), else the layout's name."""
+    ``MIX-T<N>`` (N at most -t), else the layout's name; in dir mode elbencho's ``+s``
+    (--statinline, write and read) and ``+r`` (--readinline, write) follow it."""
     if kind == WRITE and cfg.rwmixthr is not None:
-        return f"MIX-T{min(cfg.rwmixthr, cfg.threads)}"
-    return layout.phase_name(kind, rwmix_pct(cfg, kind))
+        name = f"MIX-T{min(cfg.rwmixthr, cfg.threads)}"
+    else:
+        name = layout.phase_name(kind, rwmix_pct(cfg, kind))
+    if layout.dir_mode and kind in (WRITE, READ):
+        name += "+s" if cfg.statinline else ""
+        name += "+r" if cfg.readinline and kind == WRITE else ""
+    return name
 
 
 def rate_limit(cfg: BenchConfig, kind: PhaseKind) -> int:

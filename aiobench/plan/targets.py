@@ -78,6 +78,11 @@ class Targets:
         did since the last call; {} for engines that never mix."""
         return {}
 
+    def of_thread(self, rank: int) -> Targets:
+        """The handles thread ``rank``'s slots use: these shared ones, or (an engine that
+        opens the targets once per thread, --nofdsharing) that thread's own."""
+        return self
+
     @property
     def servers(self) -> tuple[str, ...]:
         """The servers the targets are reached through, if several can be (object

@@ -102,6 +102,8 @@ def _phase_rows(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
                 text += f", {readers} of the {cfg.threads} threads reading"
                 if cfg.rwmixthrpct:
                     text += f" ({cfg.rwmixthrpct} % of the bytes)"
+        if kind == WRITE and cfg.readinline:
+            text += ", each block read back at once (--readinline)"
         out += _row(name, text)
     return out
 
@@ -121,9 +123,11 @@ def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
     """The plan of a run with phases ``kinds`` (in their order), ending with a line that
     says nothing was done."""
     out = "PLAN (--dryrun)\n" + _targets(cfg, resolved)
-    slots = f"{cfg.threads} x iodepth {cfg.iodepth} = {cfg.slots} slots"
-    out += _row("Threads", f"{slots}, {cfg.ioengine} engine")
+    slots = f"{cfg.threads} x iodepth {cfg.iodepth} = {cfg.slots} slots, {cfg.ioengine} engine"
     layout = resolved.layout
+    if cfg.nofdsharing and not isinstance(layout, DirLayout):
+        slots += ", each thread opening every PATH itself (--nofdsharing)"
+    out += _row("Threads", slots)
     if isinstance(layout, DirLayout) and cfg.object_storage:
         prefixes = "no key prefix" if layout.dirs == 0 else f"{layout.dirs} key prefixes"
         per = f"{prefixes}, {layout.files_per_rank()} objects of {format_bytes(layout.file_size)}"

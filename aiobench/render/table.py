@@ -185,7 +185,8 @@ def _dir_rows(phase: PhaseResult, options: TableOptions, total: bool) -> str:
     dir mode, as elbencho counts them: files done over the files per dir."""
     per = options.files_per_dir
     last = phase.last_done
-    if not (options.dirstats and per and last.entries and phase.name in ("WRITE", "READ")):
+    base = phase.name.split("+")[0]  # (dir mode's WRITE+s+r: --statinline, --readinline)
+    if not (options.dirstats and per and last.entries and base in ("WRITE", "READ")):
         return ""
     first = phase.first_done
     if total:

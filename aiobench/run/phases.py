@@ -19,7 +19,7 @@ import anyio
 from aiobench.config import BenchConfig, cpu_sets, hint_list
 from aiobench.engines.base import Engine, IoOptions
 from aiobench.engines.gate import StartGate
-from aiobench.kinds import MKDIRS, RMDIRS, WRITE, PhaseKind
+from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, PhaseKind
 from aiobench.plan.dirmode import DirLayout
 from aiobench.plan.ranks import rotated
 from aiobench.plan.slots import phase_title, rate_limit, rwmix_pct, streams_for
@@ -147,6 +147,8 @@ class PhaseRun:
             mmap=cfg.mmap,
             madvise=hint_list(cfg.madv),
             flock=cfg.flock,
+            read_inline=cfg.readinline and kind == WRITE,
+            stat_inline=cfg.statinline and layout.dir_mode and kind in (READ, WRITE),
         )
         mixed = pct is not None
         depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)
@@ -208,6 +210,7 @@ class PhaseRun:
             ranks=ctx.ids,
             paths=len(ctx.paths),
             check_signal=ctx.check_signal,
+            targets=ctx.targets,
         )
         if kind == MKDIRS:
             self._rank_dirs()

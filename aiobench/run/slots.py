@@ -12,6 +12,7 @@ from aiobench.engines.buffers import SlotBuffer
 from aiobench.kinds import MIXED, WRITE, PhaseKind
 from aiobench.plan.layout import PhaseLayout, Stream
 from aiobench.plan.memory import slots_with_work
+from aiobench.plan.targets import Targets
 from aiobench.run.worker import Slot
 
 
@@ -26,10 +27,12 @@ def slots_for(
     ranks: range,
     paths: int,
     check_signal: Callable[[], None],
+    targets: Targets | None = None,
 ) -> list[list[Slot]]:
     """Each thread's slots (of thread ranks ``ranks``, over ``paths`` targets):
     ``--iodepth`` of them, or one keeping ``depth`` operations in flight where the engine
-    queues them itself. ``check_signal`` is a safe point of setup."""
+    queues them itself. ``check_signal`` is a safe point of setup. ``targets``: the run's,
+    whose :meth:`~aiobench.plan.targets.Targets.of_thread` gives each thread's handles."""
     # Each MPI rank fills its pools from its own stream (one process: ids start at 0).
     seeds = [cfg.seed, phase_index, (1 << 32) + ranks.start]
     rng = np.random.default_rng(np.random.SeedSequence(seeds))
@@ -52,7 +55,13 @@ def slots_for(
 
     def slot(rank: int, i: int, stream: Stream) -> Slot:
         per_path = np.zeros((paths, 3), dtype=np.int64) if paths > 1 else None
-        return Slot(buffer(rank, i, stream), per_path=per_path, rank=rank)
+        own = targets.of_thread(rank) if targets is not None else None
+        return Slot(
+            buffer(rank, i, stream),
+            per_path=per_path,
+            rank=rank,
+            targets=own if own is not targets else None,
+        )
 
     # A slot that can never get an operation gets no memory (the budget counts the same).
     per_thread = 1 if depth > 1 else cfg.iodepth

@@ -173,6 +173,9 @@ class Slot:
     ring: deque[tuple[Done, Counts]] = field(default_factory=deque)
     snapshot: Counts | None = None
     per_path: Int64Array | None = None
+    # The handles of the slot's thread when it has its own (--nofdsharing); None: the
+    # phase's shared ones.
+    targets: Targets | None = None
     busy_since_ns: int = 0  # nothing it has yet to account ends before this; 0 = ended
     rank: int = 0  # the (global) thread rank it belongs to (--opslog's worker_rank)
 
@@ -212,7 +215,7 @@ def _job(
             until = min(until, clock.deadline_ns)
     job = Job(
         spec.kind,
-        spec.targets,
+        spec.targets if slot.targets is None else slot.targets,
         run,
         slot.buffer,
         until,

@@ -2243,10 +2243,13 @@ def _check_access(cfg: BenchConfig, path_type: PathType | None) -> None:
         )
         if on
     ]
-    if given and path_type is not None and path_type not in (PathType.FILE, PathType.BLOCKDEV):
-        where = "object storage (s3://)" if path_type == PathType.S3 else "dir mode"
+    if given and path_type == PathType.S3:
+        raise ConfigError(f"{given[0]}: only applies to files, not object storage (s3://)")
+    mapped = [name for name in given if name in ("--mmap", "--madv")]
+    if mapped and path_type == PathType.DIR:
         raise ConfigError(
-            f"{given[0]}: only applies to files and block devices as PATHs, not {where}"
+            f"{mapped[0]}: not supported in dir mode yet (a mapping cannot make the files "
+            "dir mode creates larger, and dir mode has no --trunctosize yet)"
         )
 
 

@@ -109,8 +109,12 @@ class NativeEngine(PosixTargets):
         if isinstance(ops, OpRun):
             return _file_run(job, ops)
         blocks = ops.blocks_per_entry
-        if not blocks and job.options.stat_inline and job.kind in (READ, WRITE):
-            return python_entries(job, ops)  # (-s 0 --statinline: open, fstat, close)
+        opts = job.options
+        if job.kind in (READ, WRITE) and (
+            (not blocks and opts.stat_inline) or opts.fadvise or opts.flock is not None
+        ):
+            # (-s 0 --statinline: open, fstat, close; --fadv, --flock: in the Python loop)
+            return python_entries(job, ops)
         if job.kind not in (READ, WRITE) or not blocks:
             return run_entries(job, ops, _EntryArrays(len(ops), 0), _metadata)
         if blocks > 1 and job.stop is not None and not isinstance(job.stop, StopEvent):

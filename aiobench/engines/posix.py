@@ -258,8 +258,8 @@ class PosixTargets:
         error), never a load or store past the file's end."""
         opened = fd_targets(targets)
         opened.unmap()
-        if not (options.fadvise or options.mmap):
-            return None
+        if opened.dirs or not (options.fadvise or options.mmap):
+            return None  # (dir mode: each file's hints after its open, in the engine)
         for fd, path in zip(opened.fds, opened.paths, strict=True):
             step = "posix_fadvise"
             try:

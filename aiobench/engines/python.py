@@ -11,6 +11,7 @@ wording (:mod:`aiobench.engines.dirwalk`) and the error helpers of :mod:`~aioben
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import time
@@ -33,7 +34,7 @@ from aiobench.engines.base import (
 from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.dirwalk import BlockError, EntryLoop, entry_parents, file_flags, run_entries
 from aiobench.engines.nofollow import ParentDirs, is_symlink, reuse_dir, symlink_error
-from aiobench.engines.posix import FILE_MODE, PosixTargets, fds_of
+from aiobench.engines.posix import FADVICE, FILE_MODE, PosixTargets, fds_of
 from aiobench.engines.verify import Mismatch, check, pattern
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import EntryRun
@@ -376,6 +377,10 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
     writing = job.kind == WRITE
     flags = file_flags(job)
     inline_stat, inline_read = job.options.stat_inline, writing and job.options.read_inline
+    # --fadv's hints after each open, --flock's lock around each block (both timed, as in
+    # elbencho's dir mode)
+    advice, lock = [FADVICE[hint] for hint in job.options.fadvise], job.options.flock
+    lock_as, full = fcntl.LOCK_EX if writing else fcntl.LOCK_SH, lock == "full"
     size, block, at = run.size, run.block, run.start
     # (offset, length) of every block of a file (of its range from ``at``, a file shared
     # between threads: --sharesize); only the last one can be short.
@@ -394,6 +399,8 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
                 fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
                 if inline_stat:
                     _fstat_or_close(fd)
+                for hint in advice:
+                    os.posix_fadvise(fd, 0, 0, hint)
                 close(fd)
                 add_end(end := clock())
                 if end > until_ns:
@@ -408,12 +415,18 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
             cut = False
             off = 0
             try:
+                for hint in advice:
+                    os.posix_fadvise(fd, 0, 0, hint)
                 for off, length in blocks:
                     data = next_block(length) if writing else views[length]
                     io_start(clock())
+                    if lock is not None:
+                        fcntl.lockf(fd, lock_as, 0 if full else length, 0 if full else off)
                     got = transfer(fd, data, off)
                     if inline_read and got == length:  # the block back, in its timing
                         got = preadv(fd, views[length], off)
+                    if lock is not None:
+                        fcntl.lockf(fd, fcntl.LOCK_UN, 0 if full else length, 0 if full else off)
                     io_end(now := clock())
                     if got != length:
                         raise _short(batch.io_ends, got, length)

@@ -155,7 +155,8 @@ def test_flock_takes_the_lock_another_process_sees(
 
 
 def traced(tmp_path: Path, syscall: str, *args: str) -> list[str]:
-    """The ``syscall`` lines of ``aiobench ARGS`` (every thread) as strace records them."""
+    """The lines of ``syscall`` (comma-separated names) of ``aiobench ARGS``, every thread's,
+    as strace records them."""
     if shutil.which("strace") is None:
         pytest.skip("strace is not installed (.ci/run installs it)")
     log = tmp_path / "strace.log"
@@ -170,7 +171,8 @@ def traced(tmp_path: Path, syscall: str, *args: str) -> list[str]:
     if proc.returncode != 0 and "PTRACE" in proc.stderr:
         pytest.skip(f"strace cannot trace here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
-    return [line for line in log.read_text().splitlines() if f"{syscall}(" in line]
+    names = [f"{name}(" for name in syscall.split(",")]
+    return [line for line in log.read_text().splitlines() if any(n in line for n in names)]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -228,8 +230,44 @@ def test_mmap_writes_need_a_file_as_large_as_they_write(tmp_path: Path) -> None:
     assert run_aiobench("-w", "-s", "1m", "--mmap", str(target)).returncode == 0
 
 
-@pytest.mark.parametrize("option", [["--mmap"], ["--fadv", "seq"], ["--flock", "full"]])
-def test_dir_mode_refuses_them_by_name(tmp_path: Path, option: list[str]) -> None:
+@pytest.mark.parametrize("option", [["--mmap"], ["--madv", "seq"]])
+def test_dir_mode_refuses_mappings_by_name(tmp_path: Path, option: list[str]) -> None:
     proc = run_aiobench("-w", "-n", "1", "-N", "1", *option, str(tmp_path))
     assert_usage_error(proc, [option[0], "dir mode"])
     assert list(tmp_path.iterdir()) == []
+
+
+DIR_RUN = ["-d", "-w", "-r", "-n", "1", "-N", "3", "-s", "64k", "-b", "16k", "--nolive"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_dir_mode_hints_each_file_after_its_open(tmp_path: Path, engine: str) -> None:
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    run = [*DIR_RUN, "--ioengine", engine, str(bench)]
+    calls = traced(tmp_path, "openat,fadvise64", *run, "--fadv", "rand")
+    hinted = [line for line in calls if "POSIX_FADV_RANDOM" in line]
+    assert len(hinted) == 2 * 3, calls  # each of the 3 files in the write and the read phase
+    opened = {m.group(1) for line in calls if (m := re.search(r"openat\(.*= (\d+)$", line))}
+    fds = {re.search(r"fadvise64\((\d+),", line).group(1) for line in hinted}  # type: ignore[union-attr]
+    assert fds <= opened  # (on the files' own descriptors)
+    assert run_aiobench("-F", "-D", "-n", "1", "-N", "3", str(bench)).returncode == 0
+    calls = traced(tmp_path, "fadvise64", *run)
+    assert calls == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("mode", "length"), [("range", 16384), ("full", 0)])
+def test_dir_mode_locks_each_block(tmp_path: Path, engine: str, mode: str, length: int) -> None:
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    run = [*DIR_RUN, "--ioengine", engine, str(bench)]
+    calls = traced(tmp_path, "fcntl", *run, "--flock", mode)
+    locks = [line for line in calls if "F_SETLKW" in line]
+    kinds = [re.search(r"l_type=(F_\w+)", line).group(1) for line in locks]  # type: ignore[union-attr]
+    # 3 files x 4 blocks, in each phase: a lock and an unlock around each block
+    assert kinds.count("F_WRLCK") == kinds.count("F_RDLCK") == 12, calls
+    assert kinds.count("F_UNLCK") == 24
+    assert all(f"l_len={length}" in line for line in locks), locks
+    assert run_aiobench("-F", "-D", "-n", "1", "-N", "3", str(bench)).returncode == 0
+    assert [line for line in traced(tmp_path, "fcntl", *run) if "F_SETLKW" in line] == []

@@ -132,10 +132,48 @@ def test_cores_all_is_every_allowed_core(tmp_path: Path) -> None:
         (["--cores", "0-x"], ["--cores", "'0-x'"]),
         (["--cores", "1-0"], ["--cores", "1-0"]),
         (["--zones", "999"], ["--zones", "zone 999"]),
-        (["--cores", "0", "--zones", "0"], ["--cores", "--zones"]),
+        (["--cores", "0", "--zones", "999"], ["--zones", "zone 999"]),
+        (["--cores", ", ,"], ["--cores", "names no number"]),
+        (["--cores", "[]"], ["--cores", "'[]'"]),
+        (["--cores", "1[0-1]"], ["--cores", "'1[0-1]'"]),
+        (["--cores", "0-999999999"], ["--cores", "999999999"]),
+        (["--zones", "0,x"], ["--zones", "'x'"]),
     ],
 )
 def test_bad_lists_are_refused(tmp_path: Path, args: list[str], needles: list[str]) -> None:
     target = tmp_path / "data"
     assert_usage_error(run_aiobench("-w", "-s", "1m", *args, str(target)), needles)
     assert not target.exists()
+
+
+def test_a_list_keeps_its_order_and_repeats(tmp_path: Path) -> None:
+    # elbencho's list is taken as given: "0,0,1" puts threads 0 and 1 both on the first core
+    # (a list made unique, 0,1, would put thread 1 on the second).
+    if len(ALLOWED) < 2:
+        pytest.skip("needs two CPUs this process may use")
+    first, second = ALLOWED[:2]
+    pid, seen = sampled(tmp_path, 2, "--cores", f"{first},{first},{second}")
+    assert seen[pid][0] == {first, second}
+    io = [allowed for tid, (allowed, _, _) in seen.items() if tid != pid and len(allowed) == 1]
+    assert sorted(map(sorted, io)) == [[first], [first]], seen
+
+
+@pytest.mark.parametrize("spelling", ["{1} {0}", "[{1},{0}]", " ,{1},,{0}, "])
+def test_elbenchos_list_spellings(tmp_path: Path, spelling: str) -> None:
+    # spaces as commas, a bracketed list expanded, empty entries left out (elbencho's parser)
+    if len(ALLOWED) < 2:
+        pytest.skip("needs two CPUs this process may use")
+    first, second = ALLOWED[:2]
+    pid, seen = sampled(tmp_path, 3, "--cores", spelling.format(first, second))
+    assert seen[pid][0] == {first, second}
+    io = [allowed for tid, (allowed, _, _) in seen.items() if tid != pid and len(allowed) == 1]
+    assert sorted(map(sorted, io)) == [[first], [second], [second]], seen
+
+
+def test_cores_with_zones_bind_to_the_cores(tmp_path: Path) -> None:
+    # elbencho takes both: its core binding comes after its zone binding and replaces it
+    if not NODE0.exists():
+        pytest.skip("this kernel shows no NUMA zones")
+    core = max(cpu_list(NODE0.read_text()) & set(ALLOWED))
+    _, seen = sampled(tmp_path, 2, "--zones", "0", "--cores", str(core))
+    assert {allowed for allowed, _, _ in seen.values()} == {frozenset({core})}

@@ -2238,8 +2238,8 @@ def _zone_cpus(zone: int) -> frozenset[int]:
     return frozenset(_numbers(listed, "--zones")) if listed else frozenset()
 
 
-def _zone_sets(spec: str, allowed: set[int]) -> list[frozenset[int]]:
-    """The CPUs (of ``allowed``) of each zone of ``spec``; ``all``: of each online zone
+def _zones(spec: str, allowed: set[int]) -> list[tuple[int, frozenset[int]]]:
+    """Each zone of ``spec`` with its CPUs (of ``allowed``); ``all``: each online zone
     that has one (zones of memory alone left out)."""
     if spec == "all":
         try:
@@ -2247,19 +2247,27 @@ def _zone_sets(spec: str, allowed: set[int]) -> list[frozenset[int]]:
                 online = _numbers(handle.read().strip(), "--zones")
         except OSError:
             raise ConfigError(f"--zones: this kernel shows no NUMA zones ({NODES})") from None
-        sets = [cpus for cpus in (_zone_cpus(z) & allowed for z in online) if cpus]
-        if not sets:
+        zones = [(z, cpus) for z in online if (cpus := _zone_cpus(z) & allowed)]
+        if not zones:
             raise ConfigError("--zones: no NUMA zone has a CPU this process may use")
-        return sets
+        return zones
     if not os.path.isdir(NODES):
         raise ConfigError(f"--zones: this kernel shows no NUMA zones ({NODES})")
-    sets = []
+    zones = []
     for zone in _listed(spec, "--zones"):
         cpus = _zone_cpus(zone) & allowed
         if not cpus:
             raise ConfigError(f"--zones: zone {zone} has no CPU this process may use")
-        sets.append(cpus)
-    return sets
+        zones.append((zone, cpus))
+    return zones
+
+
+def memory_zones(cfg: BenchConfig) -> tuple[int, ...]:
+    """--zones: the zone each benchmark thread's memory prefers (thread i: entry i mod
+    their count, as elbencho's workers; with --cores too); () without --zones."""
+    if cfg.zones is None:
+        return ()
+    return tuple(zone for zone, _ in _zones(cfg.zones, os.sched_getaffinity(0)))
 
 
 def cpu_sets(cfg: BenchConfig) -> tuple[frozenset[int], ...]:
@@ -2269,9 +2277,9 @@ def cpu_sets(cfg: BenchConfig) -> tuple[frozenset[int], ...]:
     binding comes after, and replaces, its zone binding).
     Raises :class:`ConfigError` for a core this process may not use or a zone not here."""
     allowed = os.sched_getaffinity(0)
-    zones = _zone_sets(cfg.zones, allowed) if cfg.zones is not None else []
+    zones = _zones(cfg.zones, allowed) if cfg.zones is not None else []
     if cfg.cores is None:
-        return tuple(zones)
+        return tuple(cpus for _, cpus in zones)
     cores = sorted(allowed) if cfg.cores == "all" else _listed(cfg.cores, "--cores")
     for core in cores:
         if core not in allowed:

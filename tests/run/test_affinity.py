@@ -43,12 +43,19 @@ def tasks(pid: int) -> dict[int, tuple[frozenset[int], int, int]]:
     return out
 
 
+def policy(pid: int, tid: int) -> str:
+    """Thread ``tid``'s memory policy, as numa_maps shows it on a mapping of no policy of
+    its own ("default", "prefer:0"): the first such line's (the program's text)."""
+    with open(f"/proc/{pid}/task/{tid}/numa_maps", encoding="ascii") as handle:
+        return handle.readline().split()[1]
+
+
 def sampled(
-    tmp_path: Path, threads: int, *args: str
+    tmp_path: Path, threads: int, *args: str, memory: dict[int, str] | None = None
 ) -> tuple[int, dict[int, tuple[frozenset[int], int, int]]]:
     """(pid, its threads) of a ``threads``-thread 4 KiB random-read run, looked at once its
     I/O threads have all been on a CPU (a busy machine starts Python slowly); the run must
-    end well."""
+    end well. ``memory``, if given, gets each thread's memory policy then."""
     target = tmp_path / "data"
     target.write_bytes(os.urandom(1 << 22))
     run = ["-r", "--rand", "-b", "4k", "--infloop", "--timelimit", "4", "--nolive", *args]
@@ -64,6 +71,8 @@ def sampled(
             seen = tasks(proc.pid)
             working = [tid for tid, (_, _, ticks) in seen.items() if tid != proc.pid and ticks]
             if len(working) >= threads:
+                if memory is not None:
+                    memory.update((tid, policy(proc.pid, tid)) for tid in seen)
                 break
             time.sleep(0.05)
         _, err = proc.communicate(timeout=120)
@@ -177,3 +186,26 @@ def test_cores_with_zones_bind_to_the_cores(tmp_path: Path) -> None:
     core = max(cpu_list(NODE0.read_text()) & set(ALLOWED))
     _, seen = sampled(tmp_path, 2, "--zones", "0", "--cores", str(core))
     assert {allowed for allowed, _, _ in seen.values()} == {frozenset({core})}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("cores", [(), ("--cores", "all")])
+def test_zones_make_each_threads_memory_prefer_its_zone(
+    tmp_path: Path, engine: str, cores: tuple[str, ...]
+) -> None:
+    # elbencho's numa_set_preferred for each worker (also with --cores); the process's
+    # other threads keep the default policy
+    if not NODE0.exists():
+        pytest.skip("this kernel shows no NUMA zones")
+    memory: dict[int, str] = {}
+    pid, seen = sampled(tmp_path, 2, "--zones", "0", *cores, "--ioengine", engine, memory=memory)
+    busy = [tid for tid, (_, _, ticks) in seen.items() if tid != pid and ticks]
+    assert len(busy) >= 2, seen
+    assert memory[pid] == "default"
+    assert sorted(memory.values()).count("prefer:0") == 2, memory
+
+
+def test_without_zones_memory_is_not_steered(tmp_path: Path) -> None:
+    memory: dict[int, str] = {}
+    sampled(tmp_path, 2, "--cores", "all", memory=memory)
+    assert set(memory.values()) == {"default"}, memory

@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from aiobench.engines.net import sockets
 from aiobench.errors import ConfigError
-from aiobench.run.affinity import bind_thread, thread_cpus
+from aiobench.run.affinity import Binding
 
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
 
@@ -75,17 +75,18 @@ def serve(
     listener: socket.socket,
     connections: int,
     sizes: Sizes,
-    cpu_sets: Sequence[frozenset[int]] = (),
+    binding: Binding | None = None,
 ) -> ServerCounts:
     """Accept ``connections`` clients and answer each in its own thread until it has sent
-    its -s; the counts over all of them. Connection i's thread runs on entry i mod the
-    length of ``cpu_sets`` (--cores, --zones)."""
+    its -s; the counts over all of them. Connection i's thread is bound as benchmark
+    thread i (--cores, --zones)."""
     loops = native()
     results: list[tuple[int, int, int, int]] = []
     conns = [sockets.accepted(listener) for _ in range(connections)]
 
     def one(i: int, conn: socket.socket) -> None:
-        bind_thread(thread_cpus(cpu_sets, i))
+        if binding is not None:
+            binding.bind_thread(i)
         results.append(loops.serve(conn.fileno(), sizes.total, sizes.block, sizes.resp))
 
     threads = [threading.Thread(target=one, args=(i, c)) for i, c in enumerate(conns)]
@@ -108,11 +109,11 @@ def run_clients(
     connect: Callable[[int], socket.socket],
     threads: int,
     sizes: Sizes,
-    cpu_sets: Sequence[frozenset[int]] = (),
+    binding: Binding | None = None,
 ) -> tuple[list[ThreadRun], int]:
-    """``threads`` client threads, thread i on ``connect(i)``'s connection and on entry i
-    mod the length of ``cpu_sets`` (--cores, --zones), started together; their runs and
-    the common start (monotonic ns)."""
+    """``threads`` client threads, thread i on ``connect(i)``'s connection and bound as
+    benchmark thread i (--cores, --zones), started together; their runs and the common
+    start (monotonic ns)."""
     loops = native()
     conns = [connect(i) for i in range(threads)]
     runs = [ThreadRun() for _ in range(threads)]
@@ -120,7 +121,8 @@ def run_clients(
 
     def one(i: int) -> None:
         run = runs[i]
-        bind_thread(thread_cpus(cpu_sets, i))
+        if binding is not None:
+            binding.bind_thread(i)
         times = np.zeros(2 * sizes.blocks, dtype=np.int64)
         go.wait()
         run.start_ns = time.monotonic_ns()

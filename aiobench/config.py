@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import resource
 import secrets
 from dataclasses import dataclass, fields
@@ -491,9 +492,9 @@ class BenchConfig:
     cores: str | None = option(
         None,
         "--cores",
-        help="Bind the process to these CPU cores (comma-separated, ranges as 0-3, or "
-        "all) and benchmark thread i to core i mod their count (its I/O threads, native "
-        "loops included).",
+        help="Bind the process to these CPU cores (commas or spaces, ranges as 0-3 or "
+        "[0-3], or all) and benchmark thread i to entry i mod the list's length (its I/O "
+        "threads, native loops included; with --zones, the cores bind).",
         panel=WORKLOAD,
         cli_type=str | None,
         metavar="LIST",
@@ -502,8 +503,8 @@ class BenchConfig:
     zones: str | None = option(
         None,
         "--zones",
-        help="Bind the process to the CPUs of these NUMA zones (comma-separated, or all) "
-        "and benchmark thread i to zone i mod their count.",
+        help="Bind the process to the CPUs of these NUMA zones (a list as --cores', or "
+        "all: each zone with CPUs) and benchmark thread i to entry i mod the list's length.",
         panel=WORKLOAD,
         cli_type=str | None,
         metavar="LIST",
@@ -2254,20 +2255,40 @@ def _check_access(cfg: BenchConfig, path_type: PathType | None) -> None:
 
 
 NODES = "/sys/devices/system/node"  # the NUMA zones, node<N>/cpulist each
+# elbencho splits its zone and core lists at commas and spaces, and expands a bracketed
+# entry ("[0-3,6]") as it does host names; a bare range ("0-3") is aiobench's addition.
+_LIST_SPLIT = re.compile(r"[,\s]+(?![^\[]*\])")  # (not inside brackets)
+_MAX_NUMBER = 1 << 16  # above Linux's largest NR_CPUS (8192): "0-999999999" is refused early
 
 
-def _numbers(text: str, name: str) -> list[int]:
-    """A list as the kernel writes CPU lists ("0,2-3"), in order, each number once."""
+def _numbers(text: str, name: str, once: bool = True) -> list[int]:
+    """A list as the kernel writes CPU lists ("0,2-3") or as elbencho takes them (commas or
+    spaces, "[0-3,6]" expanded), in order; each number once unless ``once`` is False (a
+    user's list keeps its repeats: "0,0,1" puts threads 0 and 1 on core 0, as elbencho)."""
     out: list[int] = []
-    for part in text.replace(" ", "").split(","):
-        low, dash, high = part.partition("-")
-        if not (low.isdecimal() and (not dash or high.isdecimal())):
-            raise ConfigError(f"{name}: not a list of numbers and ranges such as 0,2-3 ({part!r})")
-        first, last = int(low), int(high) if dash else int(low)
-        if last < first:
-            raise ConfigError(f"{name}: range {part} runs backwards")
-        out.extend(n for n in range(first, last + 1) if n not in out)
+    for entry in _LIST_SPLIT.split(text.strip()):
+        inner = entry[1:-1] if entry.startswith("[") and entry.endswith("]") else entry
+        for part in inner.split(","):
+            low, dash, high = part.strip().partition("-")
+            if not (low.isdecimal() and (not dash or high.isdecimal())):
+                raise ConfigError(
+                    f"{name}: not a list of numbers and ranges such as 0,2-3 ({entry!r})"
+                )
+            first, last = int(low), int(high) if dash else int(low)
+            if last < first:
+                raise ConfigError(f"{name}: range {part.strip()} runs backwards")
+            if last > _MAX_NUMBER:
+                raise ConfigError(f"{name}: {last} is beyond any CPU or zone number")
+            out.extend(n for n in range(first, last + 1) if not (once and n in out))
     return out
+
+
+def _listed(text: str, name: str) -> list[int]:
+    """A user's --cores or --zones list (empty entries left out, as elbencho does)."""
+    entries = [entry for entry in _LIST_SPLIT.split(text.strip()) if entry]
+    if not entries:
+        raise ConfigError(f"{name}: names no number (a list such as 0,2-3, or all)")
+    return _numbers(",".join(entries), name, once=False)
 
 
 def _zone_cpus(zone: int) -> frozenset[int]:
@@ -2279,39 +2300,54 @@ def _zone_cpus(zone: int) -> frozenset[int]:
     return frozenset(_numbers(listed, "--zones")) if listed else frozenset()
 
 
-def cpu_sets(cfg: BenchConfig) -> tuple[frozenset[int], ...]:
-    """--cores or --zones: the CPUs of each entry of the list (benchmark thread i runs on
-    entry i mod their count; the process on all of them); () when neither is given.
-    Raises :class:`ConfigError` for a core this process may not use or a zone not here."""
-    if cfg.cores is not None and cfg.zones is not None:
-        raise ConfigError("--cores: cannot be combined with --zones (bind to one or the other)")
-    allowed = os.sched_getaffinity(0)
-    if cfg.cores is not None:
-        cores = sorted(allowed) if cfg.cores == "all" else _numbers(cfg.cores, "--cores")
-        for core in cores:
-            if core not in allowed:
-                usable = ",".join(map(str, sorted(allowed)))
-                raise ConfigError(
-                    f"--cores: core {core} is not one this process may use ({usable})"
-                )
-        return tuple(frozenset((core,)) for core in cores)
-    if cfg.zones is None:
-        return ()
-    if cfg.zones == "all":
+def _zones(spec: str, allowed: set[int]) -> list[tuple[int, frozenset[int]]]:
+    """Each zone of ``spec`` with its CPUs (of ``allowed``); ``all``: each online zone
+    that has one (zones of memory alone left out)."""
+    if spec == "all":
         try:
             with open(f"{NODES}/online", encoding="ascii") as handle:
-                zones = _numbers(handle.read().strip(), "--zones")
+                online = _numbers(handle.read().strip(), "--zones")
         except OSError:
             raise ConfigError(f"--zones: this kernel shows no NUMA zones ({NODES})") from None
-    else:
-        zones = _numbers(cfg.zones, "--zones")
-    sets = []
-    for zone in zones:
+        zones = [(z, cpus) for z in online if (cpus := _zone_cpus(z) & allowed)]
+        if not zones:
+            raise ConfigError("--zones: no NUMA zone has a CPU this process may use")
+        return zones
+    if not os.path.isdir(NODES):
+        raise ConfigError(f"--zones: this kernel shows no NUMA zones ({NODES})")
+    zones = []
+    for zone in _listed(spec, "--zones"):
         cpus = _zone_cpus(zone) & allowed
         if not cpus:
             raise ConfigError(f"--zones: zone {zone} has no CPU this process may use")
-        sets.append(cpus)
-    return tuple(sets)
+        zones.append((zone, cpus))
+    return zones
+
+
+def memory_zones(cfg: BenchConfig) -> tuple[int, ...]:
+    """--zones: the zone each benchmark thread's memory prefers (thread i: entry i mod
+    their count, as elbencho's workers; with --cores too); () without --zones."""
+    if cfg.zones is None:
+        return ()
+    return tuple(zone for zone, _ in _zones(cfg.zones, os.sched_getaffinity(0)))
+
+
+def cpu_sets(cfg: BenchConfig) -> tuple[frozenset[int], ...]:
+    """--cores or --zones: the CPUs of each entry of the list (benchmark thread i runs on
+    entry i mod their count; the process on all of them); () when neither is given.
+    Both given: the zones are checked and the cores bind, as in elbencho (whose core
+    binding comes after, and replaces, its zone binding).
+    Raises :class:`ConfigError` for a core this process may not use or a zone not here."""
+    allowed = os.sched_getaffinity(0)
+    zones = _zones(cfg.zones, allowed) if cfg.zones is not None else []
+    if cfg.cores is None:
+        return tuple(cpus for _, cpus in zones)
+    cores = sorted(allowed) if cfg.cores == "all" else _listed(cfg.cores, "--cores")
+    for core in cores:
+        if core not in allowed:
+            usable = ",".join(map(str, sorted(allowed)))
+            raise ConfigError(f"--cores: core {core} is not one this process may use ({usable})")
+    return tuple(frozenset((core,)) for core in cores)
 
 
 def _check_inline(cfg: BenchConfig, path_type: PathType | None) -> None:

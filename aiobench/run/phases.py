@@ -16,7 +16,7 @@ from time import perf_counter_ns, process_time_ns, thread_time_ns
 
 import anyio
 
-from aiobench.config import BenchConfig, cpu_sets, hint_list
+from aiobench.config import BenchConfig, hint_list
 from aiobench.engines.base import Engine, IoOptions
 from aiobench.engines.gate import StartGate
 from aiobench.kinds import MKDIRS, READ, RMDIRS, WRITE, PhaseKind
@@ -28,6 +28,7 @@ from aiobench.plan.targets import Targets
 from aiobench.plan.workload import Layout, OpStream
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, ThreadProgress
+from aiobench.run.affinity import Binding
 from aiobench.run.coordinator import Coordinator
 from aiobench.run.opslog import OpsLog
 from aiobench.run.slots import close_buffers, slots_for
@@ -74,6 +75,7 @@ class RunContext:
     coordinator: Coordinator = field(default_factory=Coordinator)
     split: ThreadSplit | None = None
     opslog: OpsLog | None = None  # --opslog: every phase's operations are logged to it
+    binding: Binding = field(default_factory=Binding)  # --cores/--zones, read once
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -167,7 +169,7 @@ class PhaseRun:
             options=options,
             depth=depth,
             opslog=opslog,
-            cpu_sets=cpu_sets(cfg),
+            binding=ctx.binding,
         )
         self.about = PhaseAbout(
             name=title,

@@ -13,7 +13,7 @@ from time import perf_counter
 import anyio
 
 from aiobench import __version__
-from aiobench.config import BenchConfig, cpu_sets
+from aiobench.config import BenchConfig, cpu_sets, memory_zones
 from aiobench.engines.base import Engine
 from aiobench.engines.gate import StopEvent
 from aiobench.errors import EXIT_IO_ERROR, BenchIOError
@@ -50,7 +50,7 @@ from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, RunResult
 from aiobench.run import interrupts
-from aiobench.run.affinity import bind_process
+from aiobench.run.affinity import Binding
 from aiobench.run.coordinator import Coordinator
 from aiobench.run.housekeeping import run_housekeeping
 from aiobench.run.opslog import OpsLog
@@ -215,7 +215,8 @@ def run_benchmark(
         return result
     stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
     try:
-        bind_process(cpu_sets(cfg))  # --cores/--zones (before the executor's threads start)
+        binding = Binding(cpu_sets(cfg), memory_zones(cfg))  # --cores/--zones
+        binding.bind_process()  # (before the executor's threads start)
         executor = make_executor(cfg.slots)
     except BaseException:
         opened.close()
@@ -233,6 +234,7 @@ def run_benchmark(
         coordinator=job,
         split=offset(job.split(cfg.threads, resolved.layout.dir_mode), cfg.rankoffset),
         opslog=opslog,
+        binding=binding,
     )
     kinds = phase_kinds(cfg, resolved)
     observer.ready()  # setup can no longer fail: notes for the user may go out now

@@ -34,7 +34,7 @@ from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.layout import Run, Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
-from aiobench.run.affinity import bind_thread, thread_cpus
+from aiobench.run.affinity import Binding
 from aiobench.run.opslog import PhaseLog
 from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
@@ -73,7 +73,7 @@ class PhaseSpec:
     options: IoOptions = field(default_factory=IoOptions)
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
     opslog: PhaseLog | None = None  # --opslog: each run's operations logged once back
-    cpu_sets: tuple[frozenset[int], ...] = ()  # --cores/--zones: thread i's is i mod len
+    binding: Binding = field(default_factory=Binding)  # --cores/--zones
     batch_ns: int = field(init=False)  # a run's time budget: set from the engine
 
     def __post_init__(self) -> None:
@@ -486,13 +486,13 @@ class _Ends:
 
 
 def _slot_thread(
-    ends: _Ends, local: int, slot: Slot, loop: Callable[[], None], cpus: frozenset[int] | None
+    ends: _Ends, local: int, slot: Slot, loop: Callable[[], None], binding: Binding
 ) -> None:
-    """A slot's :func:`_slot_loop` in its executor thread (bound to ``cpus``, --cores),
-    its end (or failure) counted."""
+    """A slot's :func:`_slot_loop` in its executor thread (bound as thread ``local``,
+    --cores/--zones), its end (or failure) counted."""
     failure: BaseException | None = None
     try:
-        bind_thread(cpus)
+        binding.bind_thread(local)
         loop()
     except BaseException as exc:  # (handed to the loop, which raises it)
         failure = exc
@@ -542,8 +542,8 @@ async def run_slots(
         for slot in rank_slots:
             first = gate if slot.pending is not None else None
             body = partial(_slot_loop, spec, state, stream, slot, len(rank_slots), first, take_lock)
-            cpus = thread_cpus(spec.cpu_sets, local)
-            future = spec.executor.submit(_slot_thread, ends, local, slot, body, cpus)
+            binding = spec.binding
+            future = spec.executor.submit(_slot_thread, ends, local, slot, body, binding)
             futures.append((future, local, slot))
     try:
         await ends.all_ended.wait()

@@ -43,12 +43,19 @@ def tasks(pid: int) -> dict[int, tuple[frozenset[int], int, int]]:
     return out
 
 
+def policy(pid: int, tid: int) -> str:
+    """Thread ``tid``'s memory policy, as numa_maps shows it on a mapping of no policy of
+    its own ("default", "prefer:0"): the first such line's (the program's text)."""
+    with open(f"/proc/{pid}/task/{tid}/numa_maps", encoding="ascii") as handle:
+        return handle.readline().split()[1]
+
+
 def sampled(
-    tmp_path: Path, threads: int, *args: str
+    tmp_path: Path, threads: int, *args: str, memory: dict[int, str] | None = None
 ) -> tuple[int, dict[int, tuple[frozenset[int], int, int]]]:
     """(pid, its threads) of a ``threads``-thread 4 KiB random-read run, looked at once its
     I/O threads have all been on a CPU (a busy machine starts Python slowly); the run must
-    end well."""
+    end well. ``memory``, if given, gets each thread's memory policy then."""
     target = tmp_path / "data"
     target.write_bytes(os.urandom(1 << 22))
     run = ["-r", "--rand", "-b", "4k", "--infloop", "--timelimit", "4", "--nolive", *args]
@@ -64,6 +71,8 @@ def sampled(
             seen = tasks(proc.pid)
             working = [tid for tid, (_, _, ticks) in seen.items() if tid != proc.pid and ticks]
             if len(working) >= threads:
+                if memory is not None:
+                    memory.update((tid, policy(proc.pid, tid)) for tid in seen)
                 break
             time.sleep(0.05)
         _, err = proc.communicate(timeout=120)
@@ -132,10 +141,71 @@ def test_cores_all_is_every_allowed_core(tmp_path: Path) -> None:
         (["--cores", "0-x"], ["--cores", "'0-x'"]),
         (["--cores", "1-0"], ["--cores", "1-0"]),
         (["--zones", "999"], ["--zones", "zone 999"]),
-        (["--cores", "0", "--zones", "0"], ["--cores", "--zones"]),
+        (["--cores", "0", "--zones", "999"], ["--zones", "zone 999"]),
+        (["--cores", ", ,"], ["--cores", "names no number"]),
+        (["--cores", "[]"], ["--cores", "'[]'"]),
+        (["--cores", "1[0-1]"], ["--cores", "'1[0-1]'"]),
+        (["--cores", "0-999999999"], ["--cores", "999999999"]),
+        (["--zones", "0,x"], ["--zones", "'x'"]),
     ],
 )
 def test_bad_lists_are_refused(tmp_path: Path, args: list[str], needles: list[str]) -> None:
     target = tmp_path / "data"
     assert_usage_error(run_aiobench("-w", "-s", "1m", *args, str(target)), needles)
     assert not target.exists()
+
+
+def test_a_list_keeps_its_order_and_repeats(tmp_path: Path) -> None:
+    # elbencho's list is taken as given: "0,0,1" puts threads 0 and 1 both on the first core
+    # (a list made unique, 0,1, would put thread 1 on the second).
+    if len(ALLOWED) < 2:
+        pytest.skip("needs two CPUs this process may use")
+    first, second = ALLOWED[:2]
+    pid, seen = sampled(tmp_path, 2, "--cores", f"{first},{first},{second}")
+    assert seen[pid][0] == {first, second}
+    io = [allowed for tid, (allowed, _, _) in seen.items() if tid != pid and len(allowed) == 1]
+    assert sorted(map(sorted, io)) == [[first], [first]], seen
+
+
+@pytest.mark.parametrize("spelling", ["{1} {0}", "[{1},{0}]", " ,{1},,{0}, "])
+def test_elbenchos_list_spellings(tmp_path: Path, spelling: str) -> None:
+    # spaces as commas, a bracketed list expanded, empty entries left out (elbencho's parser)
+    if len(ALLOWED) < 2:
+        pytest.skip("needs two CPUs this process may use")
+    first, second = ALLOWED[:2]
+    pid, seen = sampled(tmp_path, 3, "--cores", spelling.format(first, second))
+    assert seen[pid][0] == {first, second}
+    io = [allowed for tid, (allowed, _, _) in seen.items() if tid != pid and len(allowed) == 1]
+    assert sorted(map(sorted, io)) == [[first], [second], [second]], seen
+
+
+def test_cores_with_zones_bind_to_the_cores(tmp_path: Path) -> None:
+    # elbencho takes both: its core binding comes after its zone binding and replaces it
+    if not NODE0.exists():
+        pytest.skip("this kernel shows no NUMA zones")
+    core = max(cpu_list(NODE0.read_text()) & set(ALLOWED))
+    _, seen = sampled(tmp_path, 2, "--zones", "0", "--cores", str(core))
+    assert {allowed for allowed, _, _ in seen.values()} == {frozenset({core})}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("cores", [(), ("--cores", "all")])
+def test_zones_make_each_threads_memory_prefer_its_zone(
+    tmp_path: Path, engine: str, cores: tuple[str, ...]
+) -> None:
+    # elbencho's numa_set_preferred for each worker (also with --cores); the process's
+    # other threads keep the default policy
+    if not NODE0.exists():
+        pytest.skip("this kernel shows no NUMA zones")
+    memory: dict[int, str] = {}
+    pid, seen = sampled(tmp_path, 2, "--zones", "0", *cores, "--ioengine", engine, memory=memory)
+    busy = [tid for tid, (_, _, ticks) in seen.items() if tid != pid and ticks]
+    assert len(busy) >= 2, seen
+    assert memory[pid] == "default"
+    assert sorted(memory.values()).count("prefer:0") == 2, memory
+
+
+def test_without_zones_memory_is_not_steered(tmp_path: Path) -> None:
+    memory: dict[int, str] = {}
+    sampled(tmp_path, 2, "--cores", "all", memory=memory)
+    assert set(memory.values()) == {"default"}, memory

@@ -17,6 +17,7 @@ import numpy as np
 
 from aiobench.engines.net import sockets
 from aiobench.errors import ConfigError
+from aiobench.run.affinity import Binding
 
 Int64Array = np.ndarray[Any, np.dtype[np.int64]]
 
@@ -70,17 +71,25 @@ def _failure(what: str, code: int) -> str:
     return f"{what}: {os.strerror(code)} (errno {errnos.errorcode.get(code, code)})"
 
 
-def serve(listener: socket.socket, connections: int, sizes: Sizes) -> ServerCounts:
+def serve(
+    listener: socket.socket,
+    connections: int,
+    sizes: Sizes,
+    binding: Binding | None = None,
+) -> ServerCounts:
     """Accept ``connections`` clients and answer each in its own thread until it has sent
-    its -s; the counts over all of them."""
+    its -s; the counts over all of them. Connection i's thread is bound as benchmark
+    thread i (--cores, --zones)."""
     loops = native()
     results: list[tuple[int, int, int, int]] = []
     conns = [sockets.accepted(listener) for _ in range(connections)]
 
-    def one(conn: socket.socket) -> None:
+    def one(i: int, conn: socket.socket) -> None:
+        if binding is not None:
+            binding.bind_thread(i)
         results.append(loops.serve(conn.fileno(), sizes.total, sizes.block, sizes.resp))
 
-    threads = [threading.Thread(target=one, args=(c,)) for c in conns]
+    threads = [threading.Thread(target=one, args=(i, c)) for i, c in enumerate(conns)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -97,10 +106,14 @@ def serve(listener: socket.socket, connections: int, sizes: Sizes) -> ServerCoun
 
 
 def run_clients(
-    connect: Callable[[int], socket.socket], threads: int, sizes: Sizes
+    connect: Callable[[int], socket.socket],
+    threads: int,
+    sizes: Sizes,
+    binding: Binding | None = None,
 ) -> tuple[list[ThreadRun], int]:
-    """``threads`` client threads, thread i on ``connect(i)``'s connection, started
-    together; their runs and the common start (monotonic ns)."""
+    """``threads`` client threads, thread i on ``connect(i)``'s connection and bound as
+    benchmark thread i (--cores, --zones), started together; their runs and the common
+    start (monotonic ns)."""
     loops = native()
     conns = [connect(i) for i in range(threads)]
     runs = [ThreadRun() for _ in range(threads)]
@@ -108,6 +121,8 @@ def run_clients(
 
     def one(i: int) -> None:
         run = runs[i]
+        if binding is not None:
+            binding.bind_thread(i)
         times = np.zeros(2 * sizes.blocks, dtype=np.int64)
         go.wait()
         run.start_ns = time.monotonic_ns()

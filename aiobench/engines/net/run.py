@@ -11,12 +11,13 @@ import datetime
 import sys
 from typing import Any
 
-from aiobench.config import BenchConfig
+from aiobench.config import BenchConfig, cpu_sets, memory_zones
 from aiobench.engines.net import roles as roles_mod
 from aiobench.engines.net import sockets
 from aiobench.engines.net.engine import ServerCounts, Sizes, ThreadRun, run_clients, serve
 from aiobench.engines.net.report import phase_result, run_meta
 from aiobench.errors import ConfigError
+from aiobench.run.affinity import Binding
 from aiobench.run.coordinator import launch_rank, wanted
 
 
@@ -69,6 +70,8 @@ def _ranked(cfg: BenchConfig, comm: Any, roles: roles_mod.Roles, devices: list[s
     nservers = len(roles.servers)
     sizes = Sizes(total=cfg.size_bytes, block=cfg.block_size, resp=cfg.respsize_bytes)
     threads = cfg.threads
+    binding = Binding(cpu_sets(cfg), memory_zones(cfg))  # --cores, --zones: as elbencho's
+    binding.bind_process()  # workers, this rank's threads
     listener = sockets.listener(cfg.sendbuf_bytes, cfg.recvbuf_bytes) if rank < nservers else None
     port = listener.getsockname()[1] if listener is not None else 0
     ports = comm.allgather(port)  # the one exchange: each server's port
@@ -80,7 +83,7 @@ def _ranked(cfg: BenchConfig, comm: Any, roles: roles_mod.Roles, devices: list[s
         if listener is not None:
             mine = sum(1 for t in range(len(roles.clients) * threads) if roles.server_of(t) == rank)
             comm.barrier()
-            server = serve(listener, mine, sizes)
+            server = serve(listener, mine, sizes, binding)
             listener.close()
             error = server.error
         else:
@@ -94,7 +97,7 @@ def _ranked(cfg: BenchConfig, comm: Any, roles: roles_mod.Roles, devices: list[s
                 )
 
             comm.barrier()
-            runs, _ = run_clients(connect, threads, sizes)
+            runs, _ = run_clients(connect, threads, sizes, binding)
             error = next((r.error for r in runs if r.error), None)
     except (OSError, ConfigError) as exc:
         error = f"rank {rank}: {exc}"

@@ -16,7 +16,6 @@ import contextlib
 import ctypes
 import functools
 import os
-import platform
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -71,7 +70,7 @@ def prefer_zone(zone: int) -> bool:
     ``zone`` while that has room, as elbencho's numa_set_preferred. A preference, not a
     binding: like elbencho, a machine where it cannot be set (an unknown system call
     number, a zone outside the cpuset's memory) runs on without it; whether it was set."""
-    number = _SET_MEMPOLICY.get(platform.machine())
+    number = _SET_MEMPOLICY.get(os.uname().machine)
     if number is None or not 0 <= zone < 64 * _MASK_WORDS:
         return False
     mask = (ctypes.c_uint64 * _MASK_WORDS)()

@@ -222,7 +222,6 @@ def bench(**options: Any) -> int:
     from aiobench.render.outputs import Outputs, check_output_files
     from aiobench.results.events import Observer
     from aiobench.run.launch import connect
-    from aiobench.run.opslog import checked_path, open_opslog, undo_opslog
     from aiobench.run.runner import (
         exit_code,
         phase_kinds,
@@ -237,6 +236,8 @@ def bench(**options: Any) -> int:
     resolved = job.agreed(lambda: _resolve(cfg, job, engine))
     job.agreed(lambda: check_output_files(cfg) if job.lead else None)
     if cfg.opslog_path is not None:  # (every process appends to its own host's path)
+        from aiobench.run.opslog import checked_path, open_opslog, undo_opslog
+
         job.agreed(lambda: checked_path(cfg.opslog_path or ""))
     human = sys.stderr if cfg.stdout_option is not None else sys.stdout
     if cfg.dryrun:
@@ -246,7 +247,11 @@ def bench(**options: Any) -> int:
             print(render_plan(cfg, resolved, phase_kinds(cfg, resolved)), end="", file=human)
         return 0
     job.check_signal()  # the last moment before anything is created
-    opslog = job.agreed(lambda: open_opslog(cfg.opslog_path, lock_file=cfg.opsloglock), undo_opslog)
+    opslog = None
+    if cfg.opslog_path is not None:
+        opslog = job.agreed(
+            lambda: open_opslog(cfg.opslog_path, lock_file=cfg.opsloglock), undo_opslog
+        )
     meta = run_meta(cfg, resolved, job.loop_name()) | job.meta()
     # Only the lead prints and writes files; the others run their share. (Agreed: a FIFO
     # with no reader is refused on every process.)
@@ -347,7 +352,7 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, job: Coor
     (stdout closed or full); a reader that went away (``| head``) is not an error. What
     cannot be said because stderr is unusable is only the exit code.
     """
-    from aiobench.render.outputs import reason
+    from aiobench.render.outfiles import reason
     from aiobench.run.runner import exit_code
 
     if cfg.json_path is not None:
@@ -373,7 +378,7 @@ def _report_end(cfg: BenchConfig, result: RunResult, outputs: Outputs, job: Coor
 def _print_out(text: str) -> None:
     """The output of ``show``/``compare`` on stdout; stdout closed or full is exit 1 (a
     reader that went away, ``| head``, is not an error)."""
-    from aiobench.render.outputs import reason
+    from aiobench.render.outfiles import reason
 
     failed = stdio.show(sys.stdout, text) or stdio.failure(1)
     if failed is not None and failed.errno != errno.EPIPE:

@@ -50,7 +50,7 @@ def check(
     from aiobench.check.render import dumps_check, render_check, render_markdown
     from aiobench.check.run import run_check
     from aiobench.render.export import checked_export, write_export
-    from aiobench.render.outputs import reason
+    from aiobench.render.outfiles import reason
 
     budget = duration_ns(budget_text, "--budget", whole=True) // NS_PER_S
     if not MIN_BUDGET_S <= budget <= MAX_BUDGET_S:

@@ -29,7 +29,7 @@ Transfer = Callable[[int, Sequence[memoryview], int, bool], int]
 
 
 class Access:
-    """One run's way to its files (:func:`transfer`), and the views it holds meanwhile."""
+    """One run's way to its files (``transfer``), and the views it holds meanwhile."""
 
     def __init__(self, targets: Targets, options: IoOptions) -> None:
         opened = fd_targets(targets)

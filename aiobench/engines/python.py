@@ -421,12 +421,13 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
                     data = next_block(length) if writing else views[length]
                     io_start(clock())
                     if lock is not None:
-                        fcntl.lockf(fd, lock_as, 0 if full else length, 0 if full else off)
+                        span = (0, 0) if full else (length, off)  # (length, start)
+                        fcntl.lockf(fd, lock_as, *span)
                     got = transfer(fd, data, off)
                     if inline_read and got == length:  # the block back, in its timing
                         got = preadv(fd, views[length], off)
                     if lock is not None:
-                        fcntl.lockf(fd, fcntl.LOCK_UN, 0 if full else length, 0 if full else off)
+                        fcntl.lockf(fd, fcntl.LOCK_UN, *span)
                     io_end(now := clock())
                     if got != length:
                         raise _short(batch.io_ends, got, length)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from aiobench.errors import ConfigError
 from aiobench.render import outfiles
-from aiobench.render.outfiles import NEW, REGULAR, Place
-from aiobench.render.outputs import checked_place, opened_in_place, reason
+from aiobench.render.outfiles import NEW, REGULAR, Place, reason
+from aiobench.render.outputs import checked_place, opened_in_place
 from aiobench.text import printable
 
 

@@ -27,6 +27,9 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from aiobench.errors import ConfigError
+from aiobench.text import printable
+
 # Symlinks followed before giving up with ELOOP, as the kernel does (MAXSYMLINKS).
 MAX_SYMLINKS = 40
 _OWN_FD = re.compile(r"/dev/fd/(\d+)|/proc/(?:self|thread-self|\d+)/fd/(\d+)")
@@ -261,3 +264,24 @@ def _undo(fd: int, size: int, rest: bytes) -> None:
         detail = f"{reason.strerror}; a partial record is left ({exc.strerror})"
         raise OSError(reason.errno, detail) from None
     raise reason
+
+
+def reason(exc: OSError) -> str:
+    """``ENOSPC (No space left on device)``: an OSError's errno name and text."""
+    name = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or str(exc)
+    return f"{name} ({text})" if name else text
+
+
+def located(option: str, path: str) -> Place:
+    """Where ``option``'s file ``path`` leads (:func:`locate`), unless :func:`refusal`
+    refuses it: a usage error naming the option and the file then."""
+    shown = printable(path)
+    try:
+        place = locate(path)
+    except OSError as exc:
+        raise ConfigError(f"{option}: {shown}: {reason(exc)}") from None
+    why = refusal(place)
+    if why is not None:
+        raise ConfigError(f"{option}: {shown} {why}")
+    return place

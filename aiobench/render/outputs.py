@@ -11,7 +11,6 @@ later records to that file are skipped.
 from __future__ import annotations
 
 import datetime
-import errno
 import os
 import shlex
 import sys
@@ -30,7 +29,7 @@ from aiobench.render.csv import (
     live_row,
     result_row,
 )
-from aiobench.render.outfiles import NEW, REGULAR, STREAM, Place
+from aiobench.render.outfiles import NEW, REGULAR, STREAM, Place, reason
 from aiobench.render.table import HEADER, SEPARATOR, TableOptions, phase_text, summary_text
 from aiobench.results.events import Observer
 from aiobench.results.model import IntervalStats, PhaseResult, Progress, RunResult
@@ -50,13 +49,7 @@ def checked_place(option: str, path: str) -> Place:
     open for writing, or a file (new ones in an existing dir); otherwise a usage error
     naming the option and the file."""
     shown = printable(path)
-    try:
-        place = outfiles.locate(path)
-    except OSError as exc:
-        raise ConfigError(f"{option}: {shown}: {reason(exc)}") from None
-    why = outfiles.refusal(place)
-    if why is not None:
-        raise ConfigError(f"{option}: {shown} {why}")
+    place = outfiles.located(option, path)
     if place.kind == STREAM:
         assert place.fd is not None
         if stdio.failure(place.fd) is not None or not outfiles.writable_stream(place.fd):
@@ -116,13 +109,6 @@ def _check_header(option: str, shown: str, real: str, header: list[str]) -> None
         f"{option}: {shown} has a different header (another tool or version); "
         "appending would mix columns, so give a new file"
     )
-
-
-def reason(exc: OSError) -> str:
-    """``ENOSPC (No space left on device)``: an OSError's errno name and text."""
-    name = errno.errorcode.get(exc.errno or 0, "")
-    text = exc.strerror or str(exc)
-    return f"{name} ({text})" if name else text
 
 
 def status_row(phase: PhaseResult) -> str:

@@ -86,24 +86,12 @@ _MIXED_OPS = {
 }
 
 
-def _reason(exc: OSError) -> str:
-    name = errno.errorcode.get(exc.errno or 0, "")
-    text = exc.strerror or str(exc)
-    return f"{name} ({text})" if name else text
-
-
 def checked_path(path: str) -> str:
     """Where ``--opslog``'s ``path`` leads (symlinks followed, as for the result files),
     if a log can be appended there: an existing regular file or a new one in an existing
     dir; otherwise a usage error naming the option and the file. Reads only."""
     shown = printable(path)
-    try:
-        place = outfiles.locate(path)
-    except OSError as exc:
-        raise ConfigError(f"{OPTION}: {shown}: {_reason(exc)}") from None
-    why = outfiles.refusal(place)
-    if why is not None:
-        raise ConfigError(f"{OPTION}: {shown} {why}")
+    place = outfiles.located(OPTION, path)
     if place.kind not in (outfiles.REGULAR, outfiles.NEW):
         # A device node, FIFO, socket or descriptor is never appended to (nor replaced).
         raise ConfigError(f"{OPTION}: {shown} is not a regular file")
@@ -141,7 +129,7 @@ class OpsLog:
             # (O_NONBLOCK: a FIFO put in its place since the check fails instead of waiting)
             fd = os.open(real, flags | os.O_NONBLOCK, LOG_MODE)
         except OSError as exc:
-            raise ConfigError(f"{OPTION}: {printable(path)}: {_reason(exc)}") from None
+            raise ConfigError(f"{OPTION}: {printable(path)}: {outfiles.reason(exc)}") from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise ConfigError(f"{OPTION}: {printable(path)} is not a regular file")
@@ -197,7 +185,7 @@ class OpsLog:
                 else:
                     self._write(data)
             except OSError as exc:
-                self.failure = f"{OPTION}: {printable(self.path)}: {_reason(exc)}"
+                self.failure = f"{OPTION}: {printable(self.path)}: {outfiles.reason(exc)}"
                 return
             self.lines += len(lines)
 

@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from time import perf_counter_ns, process_time_ns, thread_time_ns
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -30,7 +31,6 @@ from aiobench.results.events import Observer
 from aiobench.results.model import PhaseResult, ThreadProgress
 from aiobench.run.affinity import Binding
 from aiobench.run.coordinator import Coordinator
-from aiobench.run.opslog import OpsLog
 from aiobench.run.slots import close_buffers, slots_for
 from aiobench.run.worker import (
     Clock,
@@ -47,6 +47,9 @@ from aiobench.stats.opkinds import summarise_kinds
 from aiobench.stats.summary import active_at, progress, summarise
 from aiobench.stats.tally import PhaseAbout, PhaseTally, SlotTally, ThreadTally
 from aiobench.stats.threadprogress import thread_progress
+
+if TYPE_CHECKING:  # (--opslog's module is loaded only when it is given)
+    from aiobench.run.opslog import OpsLog
 
 # While an interval has ended but a run started before its end is still out, the watcher
 # looks again after 5 ms, then twice as late each time up to 160 ms (runs last up to ~50
@@ -157,9 +160,8 @@ class PhaseRun:
         title = phase_title(cfg, layout, kind)
         opslog = None
         if ctx.opslog is not None:
-            objects = ctx.engine.name == "s3"
             opslog = ctx.opslog.phase(
-                kind, title, ctx.paths, depth=depth, objects=objects, mmap=options.mmap
+                kind, title, ctx.paths, depth=depth, objects=cfg.object_storage, mmap=options.mmap
             )
         self.spec = PhaseSpec(
             kind=kind,

@@ -9,6 +9,7 @@ import platform
 import signal
 import socket
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -53,10 +54,12 @@ from aiobench.run import interrupts
 from aiobench.run.affinity import Binding
 from aiobench.run.coordinator import Coordinator
 from aiobench.run.housekeeping import run_housekeeping
-from aiobench.run.opslog import OpsLog
 from aiobench.run.phases import RunContext, make_executor, run_phase
 from aiobench.stats.tally import PhaseTally
 from aiobench.units import format_bytes, format_elapsed, format_seconds
+
+if TYPE_CHECKING:  # (--opslog's module is loaded only when it is given)
+    from aiobench.run.opslog import OpsLog
 
 
 def event_loop_name() -> str:

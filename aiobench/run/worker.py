@@ -20,7 +20,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from functools import partial
 from time import perf_counter_ns
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 import numpy as np
@@ -35,10 +35,12 @@ from aiobench.plan.layout import Run, Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
 from aiobench.run.affinity import Binding
-from aiobench.run.opslog import PhaseLog
 from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
+
+if TYPE_CHECKING:  # (--opslog's module is loaded only when it is given)
+    from aiobench.run.opslog import PhaseLog
 
 # A run ends every ~50 ms so that its operations reach the interval series, the live line
 # and FIRST DONE's bookkeeping that late at most, and each run's folding and accounting

@@ -93,7 +93,7 @@ FULL = {
     "ramp_repeats": 3,
     "startup_runs": 20,
     "s3_objects": 10000,
-    "s3_big_objects": 4,
+    "s3_big_objects": 12,
 }
 QUICK = {
     "size": 64 * MIB,
@@ -268,7 +268,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--s3-big-objects",
         type=int,
         default=None,
-        help=f"s3: 64 MiB objects per thread ({THREADS} threads; default 4; --quick: 2; at "
+        help=f"s3: 64 MiB objects per thread ({THREADS} threads; default 12; --quick: 2; at "
         "least 2: client CPU per MiB is measured against a one-object start-up run)",
     )
     parser.add_argument(

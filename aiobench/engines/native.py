@@ -134,6 +134,8 @@ def _targets(job: Job, ops: OpRun) -> tuple[int, npt.NDArray[np.int32] | None]:
 
 
 def _offsets(ops: OpRun) -> Int64Array:
+    if ops.offsets_array is not None:  # (the stream's, or a view of it: no copy)
+        return np.ascontiguousarray(ops.offsets_array, dtype=np.int64)
     return np.fromiter(ops.offsets, dtype=np.int64, count=len(ops))  # (~2x np.array's speed)
 
 

@@ -203,6 +203,10 @@ class OpRun:
     # the thread's schedule under --limitread/--limitwrite).
     first_seq: int = 0
     mix: RwMix | None = None  # --rwmixpct: which of the operations are reads
+    # ``offsets`` as an array, where the stream made one: the native engine's operations
+    # without a conversion per run. A slot's first run is long (made before the clock) and
+    # a run does a budget's worth of it; the rest (``after``) is a view of it, not a copy.
+    offsets_array: IntArray | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -235,9 +239,37 @@ class OpRun:
         index, array = self.path_index, self.path_array
         rest = index if isinstance(index, int) else index[done:]
         rest_array = None if array is None else array[done:]
+        offsets = self.offsets_array
         return OpRun(
-            rest, self.offsets[done:], self.length, rest_array, self.first_seq + done, self.mix
+            rest,
+            self.offsets[done:],
+            self.length,
+            rest_array,
+            self.first_seq + done,
+            self.mix,
+            None if offsets is None else offsets[done:],
         )
+
+    def pieces(self, size: int) -> list[OpRun]:
+        """This run as consecutive runs of at most ``size`` operations."""
+        if len(self) <= size:
+            return [self]
+        index, array, offsets = self.path_index, self.path_array, self.offsets_array
+        out = []
+        for start in range(0, len(self), size):
+            end = start + size
+            out.append(
+                OpRun(
+                    index if isinstance(index, int) else index[start:end],
+                    self.offsets[start:end],
+                    self.length,
+                    None if array is None else array[start:end],
+                    self.first_seq + start,
+                    self.mix,
+                    None if offsets is None else offsets[start:end],
+                )
+            )
+        return out
 
     def joined(self, other: OpRun) -> OpRun | None:
         """This run and then ``other``, the same thread's next operations, as one run; None
@@ -247,10 +279,14 @@ class OpRun:
         if other.first_seq != self.first_seq + len(self):
             return None
         offsets = self.offsets + other.offsets
+        array = None
+        if self.offsets_array is not None and other.offsets_array is not None:
+            array = np.concatenate((self.offsets_array, other.offsets_array))
+        first, mix = self.first_seq, self.mix
         if isinstance(self.path_index, int) and self.path_index == other.path_index:
-            return OpRun(self.path_index, offsets, self.length, None, self.first_seq, self.mix)
+            return OpRun(self.path_index, offsets, self.length, None, first, mix, array)
         paths = np.concatenate((self._paths(), other._paths()))
-        return OpRun(paths.tolist(), offsets, self.length, paths, self.first_seq, self.mix)
+        return OpRun(paths.tolist(), offsets, self.length, paths, first, mix, array)
 
     def _paths(self) -> IntArray:
         if isinstance(self.path_index, int):
@@ -396,7 +432,8 @@ class OpStream:
             full_end = end_of_path - 1
         count = max(1, min(count, full_end - block))
         bs = self.layout.block_size
-        return OpRun(index, list(range(offset, offset + count * bs, bs)), length)
+        array = np.arange(offset, offset + count * bs, bs, dtype=np.int64)
+        return OpRun(index, array.tolist(), length, offsets_array=array)
 
     def _ordered(self, count: int) -> OpRun:
         """The next ``count`` blocks backwards or strided, cut where the block length
@@ -411,9 +448,12 @@ class OpStream:
         differs = np.flatnonzero(lengths != lengths[0])
         keep = int(differs[0]) if differs.size else count
         paths = paths[:keep]
+        offsets = offsets[:keep]
         if (paths == paths[0]).all():
-            return OpRun(int(paths[0]), offsets[:keep].tolist(), int(lengths[0]))
-        return OpRun(paths.tolist(), offsets[:keep].tolist(), int(lengths[0]), paths)
+            return OpRun(int(paths[0]), offsets.tolist(), int(lengths[0]), offsets_array=offsets)
+        return OpRun(
+            paths.tolist(), offsets.tolist(), int(lengths[0]), paths, offsets_array=offsets
+        )
 
     def _blocks(self, count: int) -> IntArray:
         if self._perm is None:
@@ -440,7 +480,7 @@ class OpStream:
             # inside its path.
             jitter = self.draw.integers(0, bs, size=count, dtype=np.int64)
             offsets = np.minimum(offsets + jitter, self._sizes[index] - bs)
-        return OpRun(path_index, offsets.tolist(), bs, path_array)
+        return OpRun(path_index, offsets.tolist(), bs, path_array, offsets_array=offsets)
 
 
 def ops_per_thread(

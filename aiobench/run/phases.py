@@ -442,7 +442,8 @@ class PhaseRun:
                 rank=rank,
                 planned=stream.total_ops,
                 finished_ns=end,
-                incomplete=bool(stream.remaining) or any(s.pending or s.later for s in rank_slots),
+                incomplete=bool(stream.remaining)
+                or any(s.pending or s.later or s.ahead for s in rank_slots),
                 slots=tuple(_slot_tally(slot, first) for slot in rank_slots),
             )
             for rank, stream, rank_slots, end in zip(

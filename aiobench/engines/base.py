@@ -140,6 +140,11 @@ class IoOptions:
     # right after its open, inside the file's timing.
     read_inline: bool = False
     stat_inline: bool = False
+    # Dir mode's write phase, --trunctosize and --preallocfile: each file set to its length
+    # with ftruncate / posix_fallocate right after its open, inside its time, as elbencho
+    # (file mode does it once before the phase: PosixTargets.prepare_files).
+    size_files: bool = False
+    prealloc_files: bool = False
 
     @property
     def accessed(self) -> bool:

@@ -101,8 +101,9 @@ def entry_parents(
 
 def file_flags(job: Job) -> int:
     """open(2) flags of a dir-mode file: created or read, never through a symlink."""
-    # (--readinline reads each block back through the same fd: read-write then.)
-    writes = os.O_RDWR if job.options.read_inline else os.O_WRONLY
+    # (--readinline reads each block back through the same fd, --mmap maps it shared and
+    # writable: read-write then, as elbencho always opens them.)
+    writes = os.O_RDWR if job.options.read_inline or job.options.mmap else os.O_WRONLY
     flags = (os.O_CREAT | writes) if job.kind == WRITE else os.O_RDONLY
     # O_NOFOLLOW: a symlink at the file's name fails with ELOOP instead of being opened.
     return flags | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECT if job.options.direct else 0)

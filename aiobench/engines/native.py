@@ -111,9 +111,15 @@ class NativeEngine(PosixTargets):
         blocks = ops.blocks_per_entry
         opts = job.options
         if job.kind in (READ, WRITE) and (
-            (not blocks and opts.stat_inline) or opts.fadvise or opts.flock is not None
+            (not blocks and opts.stat_inline)
+            or opts.fadvise
+            or opts.flock is not None
+            or opts.mmap
+            or opts.size_files
+            or opts.prealloc_files
         ):
-            # (-s 0 --statinline: open, fstat, close; --fadv, --flock: in the Python loop)
+            # (-s 0 --statinline: open, fstat, close; --fadv, --flock, --mmap,
+            # --trunctosize, --preallocfile: in the Python loop)
             return python_entries(job, ops)
         if job.kind not in (READ, WRITE) or not blocks:
             return run_entries(job, ops, _EntryArrays(len(ops), 0), _metadata)

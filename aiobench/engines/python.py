@@ -21,7 +21,7 @@ from time import perf_counter_ns
 
 import numpy as np
 
-from aiobench.engines.access import Access
+from aiobench.engines.access import Access, copy_mapped
 from aiobench.engines.base import (
     IoOptions,
     Job,
@@ -32,9 +32,10 @@ from aiobench.engines.base import (
     short_detail,
 )
 from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.dirfiles import FilePrep
 from aiobench.engines.dirwalk import BlockError, EntryLoop, entry_parents, file_flags, run_entries
 from aiobench.engines.nofollow import ParentDirs, is_symlink, reuse_dir, symlink_error
-from aiobench.engines.posix import FADVICE, FILE_MODE, PosixTargets, fds_of
+from aiobench.engines.posix import FILE_MODE, PosixTargets, fds_of
 from aiobench.engines.verify import Mismatch, check, pattern
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import EntryRun
@@ -194,9 +195,13 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
     next_data = _write_source(buf, opts, length, refill)
     all_fds = fds_of(job.targets)
     indexes = repeat(index) if isinstance(index, int) else index
-    # --mmap, --flock: each transfer through aiobench.engines.access (else the syscall).
-    access = Access(job.targets, opts) if opts.accessed else None
+    # --mmap, --flock: each transfer through aiobench.engines.access (else the syscall);
+    # --readinline's read back is then part of the transfer (one lock, the same mapping).
+    access = Access(job.targets, opts, read_view) if opts.accessed else None
     transfer = access.transfer if access is not None else None
+    # The read back after the transfer: --verifydirect's (untimed), --readinline's (timed)
+    # unless the transfer did it.
+    apart = (read_back or inline) and not (inline and transfer is not None)
     try:
         for n, (i, off, read) in enumerate(zip(indexes, ops.offsets, reads, strict=False)):
             fd = all_fds[i]
@@ -218,7 +223,7 @@ def _composed(batch: ListRecord, job: Job, ops: OpRun) -> None:
             end = clock()
             if got != length:
                 raise _short_transfer(got, length)
-            if (read_back or inline) and not read:
+            if apart and not read:
                 got = preadv(fd, read_view, off)
                 if inline:
                     end = clock()
@@ -377,9 +382,12 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
     writing = job.kind == WRITE
     flags = file_flags(job)
     inline_stat, inline_read = job.options.stat_inline, writing and job.options.read_inline
-    # --fadv's hints after each open, --flock's lock around each block (both timed, as in
-    # elbencho's dir mode)
-    advice, lock = [FADVICE[hint] for hint in job.options.fadvise], job.options.flock
+    # --trunctosize, --preallocfile, --fadv, --mmap after each open (aiobench.engines.
+    # dirfiles); --flock's lock around each block, --readinline's read back inside it (all
+    # timed, as in elbencho's dir mode)
+    prep = FilePrep(job.options, job.kind, run.file_bytes)
+    prepare = prep.open if prep.wanted else None
+    lock = job.options.flock
     lock_as, full = fcntl.LOCK_EX if writing else fcntl.LOCK_SH, lock == "full"
     size, block, at = run.size, run.block, run.start
     # (offset, length) of every block of a file (of its range from ``at``, a file shared
@@ -397,10 +405,10 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
             for name in leaves:
                 add_start(clock())
                 fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
+                if prepare is not None:
+                    prepare(fd)
                 if inline_stat:
                     _fstat_or_close(fd)
-                for hint in advice:
-                    os.posix_fadvise(fd, 0, 0, hint)
                 close(fd)
                 add_end(end := clock())
                 if end > until_ns:
@@ -410,22 +418,28 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
         for name in leaves:
             add_start(clock())
             fd = open_(name, flags, FILE_MODE, dir_fd=dfd)
+            if prepare is not None:
+                prepare(fd)
             if inline_stat:
-                _fstat_or_close(fd)
+                _fstat_or_close(fd, prep)
+            mapped = prep.view  # --mmap: each block a copy to or from the file's mapping
             cut = False
             off = 0
             try:
-                for hint in advice:
-                    os.posix_fadvise(fd, 0, 0, hint)
                 for off, length in blocks:
                     data = next_block(length) if writing else views[length]
                     io_start(clock())
                     if lock is not None:
                         span = (0, 0) if full else (length, off)  # (length, start)
                         fcntl.lockf(fd, lock_as, *span)
-                    got = transfer(fd, data, off)
-                    if inline_read and got == length:  # the block back, in its timing
-                        got = preadv(fd, views[length], off)
+                    if mapped is None:
+                        got = transfer(fd, data, off)
+                        if inline_read and got == length:  # the block back, in its timing
+                            got = preadv(fd, views[length], off)
+                    else:
+                        got = copy_mapped(mapped, data, off, not writing)
+                        if inline_read and got == length:
+                            got = copy_mapped(mapped, views[length], off, True)
                     if lock is not None:
                         fcntl.lockf(fd, fcntl.LOCK_UN, *span)
                     io_end(now := clock())
@@ -435,8 +449,11 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
                         cut = True  # time limit or signal inside a file: it stays unfinished
                         break
             except OSError as exc:
+                prep.close()
                 os.close(fd)
                 raise BlockError(exc.errno or 0, exc.strerror or "", off) from None
+            if mapped is not None:
+                prep.close()  # (unmapped before the close, as elbencho)
             close(fd)
             if cut:
                 return  # (the file's start is dropped with the unfinished entry)
@@ -445,11 +462,13 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
                 return
 
 
-def _fstat_or_close(fd: int) -> None:
+def _fstat_or_close(fd: int, prep: FilePrep | None = None) -> None:
     """--statinline: fstat the file just opened (the entry's own call if it fails: the
-    file is closed and the error names fstat)."""
+    file is unmapped and closed and the error names fstat)."""
     try:
         os.fstat(fd)
     except OSError as exc:
+        if prep is not None:
+            prep.close()
         os.close(fd)
         raise OSError(exc.errno, f"fstat: {exc.strerror}") from None

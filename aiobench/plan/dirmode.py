@@ -64,6 +64,9 @@ class EntryRun:
     start: int = 0
     # Object storage's MIXED phase: each entry's kind of operation (engines.s3.mixed).
     ops: list[str] | None = None
+    # Such a shared file's whole length (0: ``start + size``, a whole file): what
+    # --trunctosize, --preallocfile and --mmap size and map in dir mode, as elbencho.
+    total: int = 0
 
     def __post_init__(self) -> None:
         if self.dirs or not self.leaves:
@@ -130,6 +133,7 @@ class EntryRun:
                 first=first,
                 offsets=offsets,
                 start=self.start,
+                total=self.total,
                 ops=ops,
             )
         at = self._stretch_of(done)
@@ -145,7 +149,13 @@ class EntryRun:
             offsets,
             self.start,
             ops,
+            self.total,
         )
+
+    @property
+    def file_bytes(self) -> int:
+        """The length of each file of the run (of the shared file a range is part of)."""
+        return self.total or self.start + self.size
 
     @property
     def blocks_per_entry(self) -> int:

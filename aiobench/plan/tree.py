@@ -35,6 +35,7 @@ class Unit:
     size: int = 0
     start: int = 0
     ranged: bool = False
+    total: int = 0  # a range's file: its whole length (--trunctosize, --mmap size it so)
 
 
 def share_bytes(given: int, block: int) -> int:
@@ -142,7 +143,7 @@ class TreeLayout(DirLayout):
             if low < high:
                 start = (low - at) * block
                 end = min((high - at) * block, size)
-                out.append(Unit(name, end - start, start, ranged=True))
+                out.append(Unit(name, end - start, start, ranged=True, total=size))
             at += blocks
             if at >= last:
                 break
@@ -196,4 +197,5 @@ class TreeStream(EntryStream):
             rank=self.rank,
             first=first,
             start=head.start,
+            total=head.total,
         )

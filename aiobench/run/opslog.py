@@ -21,7 +21,8 @@ Linux AIO, ``aioread``/``aiowrite``; with --mmap, ``mmap_read``/``mmap_write``, 
 through the mapping), the targets being opened once before the phases.
 Dir mode: one line per entry (``mkdirat``, ``fstatat``, ``unlinkat`` for files and dirs,
 ``write_file``/``read_file`` for a whole file: its open, its blocks and its close), and in
-WRITE and READ one more line per block of each file (``pwrite``/``pread``). Object storage:
+WRITE and READ one more line per block of each file (``pwrite``/``pread``; with --mmap,
+``mmap_write``/``mmap_read``). Object storage:
 one line per object or bucket request (``PutObject``, ``GetObject``, ...; a multipart
 upload is one line).
 """
@@ -167,7 +168,7 @@ class OpsLog:
         mmap: bool = False,
     ) -> PhaseLog:
         """The writer of one phase's lines (``objects``: its entries are S3 objects;
-        ``mmap``: file mode's blocks are copies through a mapping, --mmap)."""
+        ``mmap``: the blocks are copies through a mapping, --mmap)."""
         return PhaseLog(self, kind, name, tuple(paths), depth, objects, mmap)
 
     def append(self, lines: list[str]) -> None:
@@ -308,7 +309,7 @@ class PhaseLog:
             op = self._file_op(run, done) if done < len(run) else self._file_op(run, 0)
             length = run.length
         elif error.offset is not None and not self.objects and self.kind in (READ, WRITE):
-            op = "pread" if self.kind == READ else "pwrite"  # a block of the file failed
+            op = self._file_ops[0 if self.kind == READ else 1]  # a block of the file failed
             length = min(run.block, max(run.size - (error.offset - run.start), 0))
         else:
             op = self._entry_op(run, done) if done < len(run) else self._entry_op(run, 0)
@@ -377,7 +378,7 @@ class PhaseLog:
         starts, ends = raw.starts.tolist(), raw.ends.tolist()
         io_starts, io_ends = raw.io_starts.tolist(), raw.io_ends.tolist()
         per = run.blocks_per_entry if not self.objects and self.kind in (READ, WRITE) else 0
-        block_op = "pread" if self.kind == READ else "pwrite"
+        block_op = self._file_ops[0 if self.kind == READ else 1]  # (dir mode: depth 1)
         moved = run.size if self.kind in (READ, WRITE) else 0
         if moved and run.offsets is not None:  # (object storage's --rand: a block each)
             moved = min(run.block, run.size)

@@ -154,6 +154,8 @@ class PhaseRun:
             flock=cfg.flock,
             read_inline=cfg.readinline and kind == WRITE,
             stat_inline=cfg.statinline and layout.dir_mode and kind in (READ, WRITE),
+            size_files=cfg.trunctosize and layout.dir_mode and kind == WRITE,
+            prealloc_files=cfg.preallocfile and layout.dir_mode and kind == WRITE,
         )
         mixed = pct is not None
         depth = 1 if mixed else ctx.engine.slot_depth(ctx.targets, kind, options, cfg.iodepth)

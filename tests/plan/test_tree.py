@@ -128,3 +128,16 @@ def test_dirs_are_made_by_the_first_thread_parents_first_and_removed_children_fi
     removed = _units(_layout(tree, 2, share=0), RMDIRS, 2)
     assert [n for n, _, _ in made[0]] == ["top", "top/sub"] and made[1] == []
     assert [n for n, _, _ in removed[0]] == ["top/sub", "top"] and removed[1] == []
+
+
+def test_a_span_of_a_shared_file_knows_the_whole_file_length() -> None:
+    # (--trunctosize, --preallocfile and --mmap size and map the whole file, as elbencho's
+    # totalLen, not the thread's span of it)
+    tree = TreeSpec((), (("big", BIG), ("s1", 100)))
+    split = ThreadSplit.alone(3)
+    streams = _layout(tree, 3, share=64 * 1024).streams(WRITE, 0, StreamOrder(seed=1), split)
+    lengths = []
+    for stream in streams:
+        while (run := stream.take(100)) is not None:
+            lengths += [(name, run.file_bytes) for name in run.names]
+    assert sorted(lengths) == [("big", BIG)] * 3 + [("s1", 100)]

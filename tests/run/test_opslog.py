@@ -133,6 +133,20 @@ def test_mmap_copies_are_named_as_such(tmp_path: Path, run_cli: RunCli, engine: 
     ]
 
 
+def test_dir_mode_mmap_blocks_are_named_as_copies(tmp_path: Path, run_cli: RunCli) -> None:
+    log, bench = tmp_path / "ops.log", tmp_path / "bench"
+    bench.mkdir()
+    proc = run_cli(
+        "-d", "-w", "-r", "-n", "1", "-N", "1", "--mmap", "--trunctosize", "-s", str(2 * BLOCK),
+        "-b", str(BLOCK), "--nolive", "--opslog", str(log), str(bench),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    names = [(r["phase"], r["op_name"]) for r in _records(log) if r["phase"] != "MKDIRS"]
+    assert names == [("WRITE", "mmap_write")] * 2 + [("WRITE", "write_file")] + [
+        ("READ", "mmap_read")
+    ] * 2 + [("READ", "read_file")]
+
+
 def test_the_log_is_appended_to(tmp_path: Path, run_cli: RunCli) -> None:
     """A second run adds its lines after what the file held (O_APPEND, no truncation)."""
     log = tmp_path / "ops.log"

@@ -6,8 +6,9 @@ read a copy out of the mapping and each write a copy into it, ``--madv`` giving 
 hints on the mapping; ``--flock`` takes a POSIX lock (fcntl F_SETLKW: shared to read,
 exclusive to write) on the operation's range or on the whole file before it, and lets go
 after it, both inside the operation's time. With ``--readinline`` a write and its read
-back are one transfer here: under one lock (elbencho's), the read back through the mapping
-too (elbencho writes and reads back with pwrite and pread then). Such runs go through the
+back are one transfer here, under one lock, through the descriptor even with ``--mmap``
+(elbencho's ``pwriteAndReadWrapper`` replaces the write the mapping chose, leaving the
+mapping unused in that phase). Such runs go through the
 Python engine's composed loop (:func:`aiobench.engines.python._composed`), which takes its
 way to the files from :class:`Access`; the hints and mappings of a phase are made at its
 start, untimed (:meth:`aiobench.engines.posix.PosixTargets.begin_phase`). Dir mode's files:
@@ -42,7 +43,8 @@ class Access:
     ) -> None:
         opened = fd_targets(targets)
         self.views = [memoryview(m) if m is not None else memoryview(b"") for m in opened.maps]
-        io = _mapped(self.views) if options.mmap else _positional(opened.fds)
+        mapped = options.mmap and not options.read_inline  # (elbencho: pwrite and pread)
+        io = _mapped(self.views) if mapped else _positional(opened.fds)
         if options.read_inline:
             io = _inline(io, read_back)
         self.transfer = io if options.flock is None else _locked(io, opened.fds, options.flock)
@@ -88,8 +90,8 @@ def _mapped(views: Sequence[memoryview]) -> Transfer:
 
 
 def _inline(io: Transfer, read_back: Sequence[memoryview]) -> Transfer:
-    """--readinline: each write followed by the read of its block, the same way (through
-    the mapping or the descriptor); a short write is not read back."""
+    """--readinline: each write followed by the read of its block, the same way; a short
+    write is not read back."""
     length = sum(part.nbytes for part in read_back)
 
     def inline(i: int, data: Sequence[memoryview], off: int, read: bool) -> int:

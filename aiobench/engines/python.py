@@ -422,7 +422,9 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
                 prepare(fd)
             if inline_stat:
                 _fstat_or_close(fd, prep)
-            mapped = prep.view  # --mmap: each block a copy to or from the file's mapping
+            # --mmap: each block a copy to or from the file's mapping (with --readinline
+            # pwrite and pread, as elbencho's pwriteAndReadWrapper: the mapping unused)
+            mapped = None if inline_read else prep.view
             cut = False
             off = 0
             try:
@@ -438,8 +440,6 @@ def _files(batch: ListRecord, job: Job, run: EntryRun, parents: ParentDirs) -> N
                             got = preadv(fd, views[length], off)
                     else:
                         got = copy_mapped(mapped, data, off, not writing)
-                        if inline_read and got == length:
-                            got = copy_mapped(mapped, views[length], off, True)
                     if lock is not None:
                         fcntl.lockf(fd, fcntl.LOCK_UN, *span)
                     io_end(now := clock())

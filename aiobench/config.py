@@ -2248,6 +2248,8 @@ def _check_access(cfg: BenchConfig, path_type: PathType | None) -> None:
     ]
     if given and path_type == PathType.S3:
         raise ConfigError(f"{given[0]}: only applies to files, not object storage (s3://)")
+    if cfg.mmap and cfg.iodepth > 1:
+        raise ConfigError("--mmap: cannot be combined with --iodepth above 1 (as in elbencho)")
     sized = cfg.trunctosize or cfg.preallocfile
     if cfg.mmap and cfg.write and path_type == PathType.DIR and not sized:
         # (elbencho maps -s bytes of each new, empty file and dies of SIGBUS at the first

@@ -206,6 +206,7 @@ def test_madv_hints_the_mapping(tmp_path: Path, engine: str) -> None:
         (["--fadv", ","], ["--fadv", "seq"]),
         (["--madv", "huge"], ["--madv", "'huge'"]),
         (["--flock", "half"], ["--flock", "range", "full"]),
+        (["--mmap", "--trunctosize", "--iodepth", "2"], ["--mmap", "--iodepth"]),
     ],
 )
 def test_bad_hints_and_modes_are_refused(

@@ -567,7 +567,23 @@ def _command(args: list[str]) -> int:
         traceback.print_exc()
         abort_job(1)
         code = 1
-    return code if isinstance(code, int) else 0
+    code = code if isinstance(code, int) else 0
+    if code == 0 and stdout_failed():  # (--help, --version, ... into a full or closed stdout)
+        return EXIT_IO_ERROR
+    return code
+
+
+def stdout_failed() -> bool:
+    """Whether what went to stdout could not be written (said in one ``Error:`` line): a
+    full device or stdout closed at start; not a reader that went away (``| head``)."""
+    from aiobench.render.outfiles import reason
+
+    sys.stdout.flush()
+    failed = stdio.failure(1)
+    if failed is None or failed.errno == errno.EPIPE:
+        return False
+    print(f"Error: stdout: {reason(failed)}: the output could not be written", file=sys.stderr)
+    return True
 
 
 def _check_first_word(word: str) -> None:

@@ -26,7 +26,8 @@ def _hold(signum: int, frame: object) -> None:
 _signal.signal(_signal.SIGINT, _hold)
 _signal.signal(_signal.SIGTERM, _hold)
 
-import gc  # noqa: E402  (after the handlers, on purpose)
+import errno  # noqa: E402  (after the handlers, on purpose)
+import gc  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
@@ -63,7 +64,14 @@ def _version() -> None:
     """``aiobench --version`` alone: the CLI's answer (``aiobench VERSION``) in the time
     Python takes to start, with the standard streams guarded as the CLI guards them."""
     from aiobench import __version__
-    from aiobench.render.stdio import guard_standard_streams
+    from aiobench.render.stdio import failure, guard_standard_streams
 
     guard_standard_streams()
     print(f"aiobench {__version__}")
+    sys.stdout.flush()
+    failed = failure(1)
+    if failed is not None and failed.errno != errno.EPIPE:  # (as the CLI's stdout_failed)
+        name, text = errno.errorcode.get(failed.errno or 0, ""), failed.strerror or str(failed)
+        reason = f"{name} ({text})" if name else text
+        print(f"Error: stdout: {reason}: the output could not be written", file=sys.stderr)
+        sys.exit(1)

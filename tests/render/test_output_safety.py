@@ -704,3 +704,23 @@ def test_saved_run_tools_with_unusable_stdout_exit_1(
     assert proc.returncode == 1
     [line] = error_lines(proc.stderr)
     assert line.startswith("Error: stdout: E") and "the output could not be written" in line
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("check", "--help")])
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
+def test_version_and_help_into_unusable_stdout_exit_1(
+    tmp_path: Path, args: tuple[str, ...], redirect: str
+) -> None:
+    """Their text is all they print: a full or closed stdout is an error (exit 1, one line),
+    as for show/compare; into a pipe whose reader left, it is not (``| head``)."""
+    proc = run(*args, cwd=tmp_path, shell_redirect=redirect)
+    assert proc.returncode == 1, proc.stderr
+    [line] = error_lines(proc.stderr)
+    assert line.startswith("Error: stdout: E") and "the output could not be written" in line
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # (a reader that went away: EPIPE, not an error)
+    try:
+        fine = run(*args, cwd=tmp_path, stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert fine.returncode == 0 and error_lines(fine.stderr) == []

@@ -162,7 +162,7 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
         "paths": list(cfg.paths),
         "sizes_bytes": list(sizes),
         "block_size_bytes": layout.block_size,
-        "filesystems": {p: filesystem_type(p) for p in cfg.paths},
+        "filesystems": {p: filesystem_type(p) for p in cfg.paths if not cfg.netbench},
         "host": socket.gethostname(),
         "kernel": platform.release(),
         "python": platform.python_version(),
@@ -303,6 +303,10 @@ def run_benchmark(
     try:
         backend_options = {"use_uvloop": loop_name == "uvloop"}
         anyio.run(main, backend="asyncio", backend_options=backend_options)
+        extra, failure = opened.concluded()  # (every process: may be a collective step)
+        result.meta.update(extra)  # (the dict the outputs were given)
+        if failure is not None and result.error is None and result.phases:
+            result.error = {"message": failure}
     finally:
         executor.shutdown(wait=True)
         opened.close()

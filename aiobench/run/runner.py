@@ -211,6 +211,10 @@ def run_benchmark(
     loop_name = job.loop_name()
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
     result.meta["ioengine"] = engine.name
+    binding = Binding(cpu_sets(cfg), memory_zones(cfg))  # --cores/--zones
+    # Before the threads that opening may start (netbench's servers bind theirs) and the
+    # executor's.
+    binding.bind_process()
     try:
         opened = _open(engine, cfg, resolved, job)
     except BenchIOError as exc:  # the device failed, not the options: nothing measured
@@ -218,8 +222,6 @@ def run_benchmark(
         return result
     stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
     try:
-        binding = Binding(cpu_sets(cfg), memory_zones(cfg))  # --cores/--zones
-        binding.bind_process()  # (before the executor's threads start)
         executor = make_executor(cfg.slots)
     except BaseException:
         opened.close()

@@ -243,3 +243,23 @@ def test_a_killed_server_rank_ends_the_job(tmp_path: Path) -> None:
             proc.communicate()
     assert proc.returncode != 0
     assert "Traceback" not in err
+
+
+@needs_mpi
+def test_two_servers_share_one_clients_threads(tmp_path: Path) -> None:
+    out = tmp_path / "nb.json"
+    proc = mpirun(
+        3, "--netbench", "--servers", "127.0.0.1,127.0.0.1", "--clients", "127.0.0.1",
+        "-w", "--nolive", "-t", "3", "-b", "4k", "-s", "10000", "--respsize", "100",
+        "--json", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    (phase,) = doc["phases"]
+    assert phase["last_done"]["bytes"] == 3 * 10_000  # 4096 + 4096 + 1808 per thread
+    by_rank = {r["rank"]: r["ops"] for r in phase["per_rank"]["ranks"]}
+    assert by_rank == {0: 0, 1: 0, 2: 9}
+    counts = doc["meta"]["netbench"]
+    assert counts["server_bytes_received"] == counts["client_bytes_sent"] == 30_000
+    assert counts["server_responses"] == counts["client_blocks"] == 9
+    assert counts["client_bytes_received"] == counts["server_bytes_sent"] == 900

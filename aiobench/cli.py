@@ -207,9 +207,11 @@ def bench(**options: Any) -> int:
     if cfg.netbench:
         if hosts is not None or hostsfile is not None or numhosts is not None:
             raise ConfigError("--hosts: netbench places its ranks by --servers and --clients")
-        from aiobench.engines.net.run import run as run_netbench
+        from aiobench.engines.net.run import prepare
 
-        return run_netbench(cfg, _ARGS or sys.argv[1:])
+        code = prepare(cfg, _ARGS or sys.argv[1:])
+        if code is not None:  # (launched, or --dryrun)
+            return code
     from aiobench.run.start import check_start, wait_for_start
 
     if launch_rank() is None:  # (a rank the launcher was slow to start just starts)

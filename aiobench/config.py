@@ -785,11 +785,11 @@ class BenchConfig:
         None,
         "--ioengine",
         help="How operations are issued: native (C) or python (the reference engine); "
-        "s3 for s3:// PATHs.",
+        "s3 for s3:// PATHs; net with --netbench.",
         panel=WORKLOAD,
         cli_type=str | None,
-        metavar="native|python|s3",
-        shown="native where it was built, else python; s3 for s3:// PATHs",
+        metavar="native|python|s3|net",
+        shown="native where it was built, else python; s3 for s3:// PATHs; net with --netbench",
         parse=lambda name, _: checked_engine(name),
         default=EngineName.PYTHON,
     )
@@ -1669,9 +1669,15 @@ def checked_engine(name: str | None) -> str:
     return name
 
 
-def _engine_for_paths(name: str, given: bool, objects: bool) -> str:
+def _engine_for_paths(name: str, given: bool, objects: bool, netbench: bool = False) -> str:
     """The engine for the run's PATHs: s3:// ones take the S3 engine, which takes nothing
-    else (``given``: ``name`` came from --ioengine)."""
+    else, and --netbench the net engine (``given``: ``name`` came from --ioengine)."""
+    if netbench:
+        if given and name != EngineName.NET:
+            raise ConfigError(f"--ioengine {name}: --netbench runs on its own engine, net")
+        return EngineName.NET
+    if name == EngineName.NET:
+        raise ConfigError("--ioengine net: only with --netbench")
     if objects and given and name != EngineName.S3:
         raise ConfigError(f"--ioengine {name}: does not do object storage (s3:// PATHs)")
     if not objects and name == EngineName.S3:
@@ -1695,7 +1701,9 @@ def build_config(*, argv: tuple[str, ...] = (), **raw: object) -> BenchConfig:
     objects = any(str(path).startswith(S3_SCHEME) for path in paths)
     engine = values["ioengine"]
     assert isinstance(engine, str)
-    values["ioengine"] = _engine_for_paths(engine, raw.get("ioengine") is not None, objects)
+    values["ioengine"] = _engine_for_paths(
+        engine, raw.get("ioengine") is not None, objects, bool(values["netbench"])
+    )
     values["ioengine_fallback"] = raw.get("ioengine") is None and (
         values["ioengine"] == EngineName.PYTHON
     )

@@ -96,6 +96,7 @@ class EngineName(StrEnum):
     NATIVE = "native"  # the C extension, where it was built: the default
     PYTHON = "python"  # the reference engine and the fallback, always there
     S3 = "s3"  # object storage: the only engine for s3:// PATHs
+    NET = "net"  # --netbench: TCP blocks between MPI ranks (aiobench.engines.net)
 
 
 # The C extension of the native engine, by module name (found here, loaded by the engine).
@@ -109,3 +110,4 @@ class PathType(StrEnum):
     BLOCKDEV = "blockdev"
     DIR = "dir"
     S3 = "s3"  # buckets of object storage (s3://bucket[/prefix])
+    NET = "net"  # --netbench: no PATH, the network between the ranks

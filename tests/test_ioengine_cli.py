@@ -20,7 +20,7 @@ needs_native = pytest.mark.skipif(not native_built(), reason="the C extension is
 def test_an_unknown_engine_is_a_usage_error(run_cli: RunCli, tmp_path: Path) -> None:
     proc = run_cli("-w", "-s", "64k", "--ioengine", "libaio", str(tmp_path / "f"))
     assert proc.returncode == 2
-    expected = "Error: --ioengine: must be one of native, python, s3 (got 'libaio')\n"
+    expected = "Error: --ioengine: must be one of native, python, s3, net (got 'libaio')\n"
     assert proc.stderr == expected, proc.stderr
     assert list(tmp_path.iterdir()) == []
 

@@ -38,10 +38,17 @@ def _s3() -> Engine:
     return S3Engine()
 
 
+def _net() -> Engine:
+    from aiobench.engines.net.engine import NetEngine
+
+    return NetEngine()
+
+
 _MAKERS: dict[str, Callable[[], Engine]] = {
     EngineName.NATIVE: _native,
     EngineName.PYTHON: _python,
     EngineName.S3: _s3,
+    EngineName.NET: _net,
 }
 
 

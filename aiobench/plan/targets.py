@@ -89,6 +89,12 @@ class Targets:
         storage's endpoints: thread rank r uses number r % len); () otherwise."""
         return ()
 
+    def concluded(self) -> tuple[dict[str, object], str | None]:
+        """After the last phase, on every process of the job (it may be a step they take
+        together): what the engine adds to the run's ``meta`` on the lead, and an error
+        the run ends with there if it has none ({} and None: nothing)."""
+        return {}, None
+
     async def release(self) -> None:
         """On the event loop, after the last phase: let go of what lives on it (an
         engine that runs there: its connections)."""

@@ -29,6 +29,7 @@ from aiobench.render.csv import (
     live_row,
     result_row,
 )
+from aiobench.render.netbench import servers_text
 from aiobench.render.outfiles import NEW, REGULAR, STREAM, Place, reason
 from aiobench.render.table import HEADER, SEPARATOR, TableOptions, phase_text, summary_text
 from aiobench.results.events import Observer
@@ -329,7 +330,7 @@ class Outputs(Observer):
         ``--csvfile`` and ``--jsonfile`` keep one record per block; their readers have
         every iteration's figures (and the ``--json`` document has the summary).
         """
-        text = summary_text(result.phases)
+        text = summary_text(result.phases) + servers_text(result.meta)
         if not text:
             return
         self._show(text)

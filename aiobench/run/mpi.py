@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,6 +42,8 @@ T = TypeVar("T")
 _STOP_TAG = 7_701
 # During a phase: how often a rank looks for a peer's stop message while it measures.
 _PEER_POLL_NS = 50_000_000
+# How often a rank waiting for the others at a phase's end looks whether they are there.
+_IDLE_POLL_S = 0.0005
 # A rank without a thread that had work has no first-done instant of its own.
 _NEVER = 1 << 62
 
@@ -117,6 +120,14 @@ class World:
 
     def barrier(self) -> None:
         self.comm.Barrier()
+
+    def idle_barrier(self) -> None:
+        """:meth:`barrier` that sleeps while it waits: a blocking collective of Open MPI
+        polls at full speed, which takes a core from the ranks still measuring (a rank
+        without work, such as netbench's servers, would wait the whole phase so)."""
+        request = self.comm.Ibarrier()
+        while not request.Test():
+            time.sleep(_IDLE_POLL_S)
 
     def min(self, value: int) -> int:
         return int(self.comm.allreduce(value, op=_mpi().MIN))
@@ -274,6 +285,7 @@ class MpiCoordinator(Coordinator):
         rank's counters at it, merge all ranks' results on rank 0 and report them there;
         every rank learns the same outcome. Whether the run goes on."""
         world = self.world
+        world.idle_barrier()  # (the ranks that ended first wait here, not in world.min)
         timeline = tally.timeline if tally is not None else None
         own_first = phase.first_done.elapsed_ns
         if tally is not None:

@@ -162,7 +162,7 @@ def run_meta(cfg: BenchConfig, resolved: Resolved, loop_name: str) -> dict[str, 
         "paths": list(cfg.paths),
         "sizes_bytes": list(sizes),
         "block_size_bytes": layout.block_size,
-        "filesystems": {p: filesystem_type(p) for p in cfg.paths},
+        "filesystems": {p: filesystem_type(p) for p in cfg.paths if not cfg.netbench},
         "host": socket.gethostname(),
         "kernel": platform.release(),
         "python": platform.python_version(),
@@ -211,6 +211,10 @@ def run_benchmark(
     loop_name = job.loop_name()
     result = RunResult(meta=meta or run_meta(cfg, resolved, loop_name))
     result.meta["ioengine"] = engine.name
+    binding = Binding(cpu_sets(cfg), memory_zones(cfg))  # --cores/--zones
+    # Before the threads that opening may start (netbench's servers bind theirs) and the
+    # executor's.
+    binding.bind_process()
     try:
         opened = _open(engine, cfg, resolved, job)
     except BenchIOError as exc:  # the device failed, not the options: nothing measured
@@ -218,8 +222,6 @@ def run_benchmark(
         return result
     stop = StopEvent()  # (native loops see it between blocks, see StopEvent)
     try:
-        binding = Binding(cpu_sets(cfg), memory_zones(cfg))  # --cores/--zones
-        binding.bind_process()  # (before the executor's threads start)
         executor = make_executor(cfg.slots)
     except BaseException:
         opened.close()
@@ -303,6 +305,10 @@ def run_benchmark(
     try:
         backend_options = {"use_uvloop": loop_name == "uvloop"}
         anyio.run(main, backend="asyncio", backend_options=backend_options)
+        extra, failure = opened.concluded()  # (every process: may be a collective step)
+        result.meta.update(extra)  # (the dict the outputs were given)
+        if failure is not None and result.error is None and result.phases:
+            result.error = {"message": failure}
     finally:
         executor.shutdown(wait=True)
         opened.close()

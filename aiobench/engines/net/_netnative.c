@@ -1,10 +1,11 @@
 /* Netbench's data path: one client connection's request/response loop and one server
  * connection's answer loop, each run with the GIL released and timed per block here.
  *
- * A connection carries `total` bytes from client to server in blocks of `bs` (the last
- * one short when `total` is not a multiple of `bs`); the server answers each complete
- * block with `resp` bytes, and the client sends the next block only after the answer
- * (one block in flight, as elbencho's netbench). Both sides know total, bs and resp.
+ * A client thread sends its -s (`total`) bytes in blocks of `bs` over its connection (the
+ * last one short when `total` is not a multiple of `bs`), pass after pass with --infloop,
+ * in runs that the harness hands over; the server answers each block with `resp` bytes,
+ * and the client sends the next block only after the answer (one block in flight, as
+ * elbencho's netbench). Both sides know total, bs and resp.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -56,65 +57,78 @@ static int recv_all(int fd, char *buf, size_t len)
     return 0;
 }
 
-/* client(fd, total, bs, resp, times) -> (sent, received, blocks, err)
- * times: a writable int64 buffer with two slots per block: its latency (from the start of
- * sending it to the end of its answer) and the monotonic instant its answer ended, ns. */
-static PyObject *client(PyObject *self, PyObject *args)
+/* client_run(fd, count, len, resp, until_ns, stop, starts, ends) -> (done, err)
+ * One run of a client connection: up to `count` blocks of `len` bytes, each answered with
+ * `resp` bytes before the next goes out; it ends early after a block whose answer came
+ * past `until_ns` (CLOCK_MONOTONIC, as perf_counter_ns; 0: no limit) or once the one-byte
+ * `stop` flag is set (seen between blocks). starts/ends: writable int64 buffers of `count`
+ * slots each, the instants each block started being sent and its answer ended. */
+static PyObject *client_run(PyObject *self, PyObject *args)
 {
     int fd;
-    long long total, bs, resp;
-    Py_buffer lat;
-    if (!PyArg_ParseTuple(args, "iLLLw*", &fd, &total, &bs, &resp, &lat))
+    long long count, len, resp, until;
+    Py_buffer stop, starts, ends;
+    if (!PyArg_ParseTuple(args, "iLLLLw*w*w*", &fd, &count, &len, &resp, &until, &stop,
+                          &starts, &ends))
         return NULL;
-    long long blocks_max = bs > 0 ? (total + bs - 1) / bs : 0;
-    if (bs <= 0 || resp <= 0 || total < 0 ||
-        lat.len < (Py_ssize_t)(2 * blocks_max * (long long)sizeof(int64_t))) {
-        PyBuffer_Release(&lat);
-        PyErr_SetString(PyExc_ValueError, "client: bad sizes or latency buffer too small");
+    Py_ssize_t need = (Py_ssize_t)(count * (long long)sizeof(int64_t));
+    if (len <= 0 || resp <= 0 || count < 0 || stop.len < 1 || starts.len < need ||
+        ends.len < need) {
+        PyBuffer_Release(&stop);
+        PyBuffer_Release(&starts);
+        PyBuffer_Release(&ends);
+        PyErr_SetString(PyExc_ValueError, "client_run: bad sizes or buffers too small");
         return NULL;
     }
-    size_t cap = (size_t)(bs > resp ? bs : resp);
+    size_t cap = (size_t)(len > resp ? len : resp);
     char *buf = malloc(cap);
     if (buf == NULL) {
-        PyBuffer_Release(&lat);
+        PyBuffer_Release(&stop);
+        PyBuffer_Release(&starts);
+        PyBuffer_Release(&ends);
         return PyErr_NoMemory();
     }
     memset(buf, 0x5a, cap);
-    int64_t *out = (int64_t *)lat.buf;
-    long long sent = 0, received = 0, blocks = 0;
+    volatile const unsigned char *flag = (volatile const unsigned char *)stop.buf;
+    int64_t *out_start = (int64_t *)starts.buf, *out_end = (int64_t *)ends.buf;
+    long long done = 0;
     int err = 0;
     Py_BEGIN_ALLOW_THREADS
-    while (sent < total) {
-        long long len = total - sent < bs ? total - sent : bs;
+    while (done < count && !*flag) {
         int64_t start = now_ns();
         err = send_all(fd, buf, (size_t)len);
         if (err)
             break;
-        sent += len;
         err = recv_all(fd, buf, (size_t)resp);
         if (err)
             break;
-        received += resp;
         int64_t end = now_ns();
-        out[2 * blocks] = end - start;
-        out[2 * blocks + 1] = end;
-        blocks++;
+        out_start[done] = start;
+        out_end[done] = end;
+        done++;
+        if (until && end > until)
+            break;
     }
     Py_END_ALLOW_THREADS
     free(buf);
-    PyBuffer_Release(&lat);
-    return Py_BuildValue("LLLi", sent, received, blocks, err);
+    PyBuffer_Release(&stop);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    return Py_BuildValue("Li", done, err);
 }
 
-/* serve(fd, total, bs, resp) -> (received, sent, responses, err): answer each complete
- * block (and the short last one) with resp bytes, until total bytes came in. */
+/* serve(fd, total, bs, resp) -> (received, sent, responses, err): answer each block with
+ * resp bytes. The client sends passes of `total` bytes in blocks of `bs` (the last one
+ * of a pass short when total is no multiple of bs), as many as its phases take; the loop
+ * ends when the client closes the connection between blocks (err 0), and reports a close
+ * inside a block as -1. */
 static PyObject *serve(PyObject *self, PyObject *args)
 {
     int fd;
     long long total, bs, resp;
     if (!PyArg_ParseTuple(args, "iLLL", &fd, &total, &bs, &resp))
         return NULL;
-    if (bs <= 0 || resp <= 0 || total < 0) {
+    if (bs <= 0 || resp <= 0 || total <= 0) {
         PyErr_SetString(PyExc_ValueError, "serve: bad sizes");
         return NULL;
     }
@@ -123,15 +137,27 @@ static PyObject *serve(PyObject *self, PyObject *args)
     if (buf == NULL)
         return PyErr_NoMemory();
     memset(buf, 0xa5, cap);
-    long long received = 0, sent = 0, responses = 0;
+    long long received = 0, sent = 0, responses = 0, in_pass = 0;
     int err = 0;
     Py_BEGIN_ALLOW_THREADS
-    while (received < total) {
-        long long len = total - received < bs ? total - received : bs;
-        err = recv_all(fd, buf, (size_t)len);
+    for (;;) {
+        size_t len = (size_t)(total - in_pass < bs ? total - in_pass : bs);
+        /* The block's first bytes: a close before them is the client's end. */
+        ssize_t n;
+        do
+            n = recv(fd, buf, len, 0);
+        while (n < 0 && errno == EINTR);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            err = errno;
+            break;
+        }
+        err = recv_all(fd, buf + n, len - (size_t)n);
         if (err)
             break;
-        received += len;
+        received += (long long)len;
+        in_pass = (in_pass + (long long)len) % total;
         err = send_all(fd, buf, (size_t)resp);
         if (err)
             break;
@@ -144,7 +170,7 @@ static PyObject *serve(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"client", client, METH_VARARGS, "One client connection's request/response loop."},
+    {"client_run", client_run, METH_VARARGS, "One run of a client connection's blocks."},
     {"serve", serve, METH_VARARGS, "One server connection's answer loop."},
     {NULL, NULL, 0, NULL},
 };

@@ -4,7 +4,15 @@ from typing import Any
 
 from numpy import ndarray
 
-def client(
-    fd: int, total: int, bs: int, resp: int, times: ndarray[Any, Any], /
-) -> tuple[int, int, int, int]: ...
+def client_run(
+    fd: int,
+    count: int,
+    length: int,
+    resp: int,
+    until_ns: int,
+    stop: ndarray[Any, Any],
+    starts: ndarray[Any, Any],
+    ends: ndarray[Any, Any],
+    /,
+) -> tuple[int, int]: ...
 def serve(fd: int, total: int, bs: int, resp: int, /) -> tuple[int, int, int, int]: ...

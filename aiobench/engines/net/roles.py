@@ -65,6 +65,15 @@ def check(cfg: BenchConfig) -> None:
         raise ConfigError("-s/--size: netbench needs the amount each client thread sends")
     if cfg.respsize_bytes <= 0:
         raise ConfigError("--respsize: must be greater than 0")
+    for flag, given in (
+        ("--rwmixpct", cfg.rwmixpct is not None),
+        ("--rwmixthr", cfg.rwmixthr is not None),
+        ("--limitwrite", bool(cfg.limitwrite_bps)),
+        ("--verify", cfg.verify is not None),
+        ("--rotatehosts", bool(cfg.rotatehosts)),
+    ):
+        if given:
+            raise ConfigError(f"{flag}: does not apply to --netbench")
     if cfg.iodepth > 1:
         raise ConfigError(
             "--iodepth: netbench keeps one block in flight per client thread (a client "

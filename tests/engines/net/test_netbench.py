@@ -12,6 +12,7 @@ import pytest
 
 from aiobench.engines.net import sockets
 from aiobench.errors import ConfigError
+from aiobench.render.table import HEADER
 from aiobench.results.schema import document_validator
 from tests.helpers import mpirun, needs_mpi
 
@@ -32,6 +33,7 @@ def _netbench_json(tmp_path: Path, *args: str) -> dict[str, object]:
     out = tmp_path / "nb.json"
     proc = mpirun(2, "--netbench", *LOOPBACK, "-w", "--json", str(out), *args)
     assert proc.returncode == 0, proc.stderr
+    assert HEADER in proc.stdout  # the ordinary table: its header, then the phase
     assert "NETBENCH" in proc.stdout
     doc = json.loads(out.read_text())
     assert isinstance(doc, dict)

@@ -19,6 +19,7 @@ from aiobench_bench.report import (
     print_targets,
     spread,
     target_row,
+    targets_heading,
 )
 
 
@@ -157,3 +158,13 @@ def test_targets_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[7] == "| data | w | 2.0 | fio | 1.0 | 2.00x | >= 0.95x | yes |"
     assert lines[8] == "| ramp | r | 10 | LAST DONE | 100 | 10% | ≥ 50% | **no** |"
     assert lines[-1] == "1 of 2 targets met."
+
+
+def test_targets_heading_names_the_sections_issues() -> None:
+    # --docs replaces the docs section of the same heading: a netbench run must not
+    # overwrite the data sections' targets
+    assert targets_heading(["netbench"]) == "Targets (issue #24)"
+    assert targets_heading(["depth", "startup"]) == "Targets (issue #28)"
+    assert targets_heading(["data", "depth"]) == "Targets (issues #13, #16 and #28)"
+    assert targets_heading(["s3", "netbench"]) == "Targets (issues #24 and #26)"
+    assert targets_heading([]) == "Targets"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from aiobench_bench.common import MIB, NAN, Doc, Figures, Row, ToolError, Unavailable, log
 from aiobench_bench.report import fmt_ratio, print_environment, target_row
+from aiobench_bench.results import note_engine
 
 NET_TARGET = 0.9  # aiobench / the plain loop, both rows (issue #24)
 REF = "plain C loop"
@@ -72,6 +73,7 @@ def aiobench_net_argv(exe: list[str], w: NetWork, size: int, out: str) -> list[s
 
 def aiobench_net_figures(doc: Doc, w: NetWork, size: int) -> Figures:
     """aiobench's figures, once sure that it moved what was asked."""
+    note_engine(doc)
     phase = doc["phases"][0]
     last = phase["last_done"]
     want = amount(w, size)

@@ -3,8 +3,9 @@ call (``_s3native.c`` beside this module) with the GIL released, in an executor 
 
 Where it applies (:func:`route_of` at open, :func:`applies` per phase): PUTs of whole
 objects (``-s`` <= ``-b``), GETs of whole objects or of ``--rand``'s single blocks, over
-plain http with path-style addressing, without --s3log, --s3chksumalgo, --s3ignoreerrors,
---verify, --opslog or a rate limit; the extension built. Everything else (and every phase
+plain http with path-style addressing to one endpoint, without --s3log, --s3chksumalgo,
+--s3ignoreerrors, --verify, --opslog, --s3mix or a rate limit, with --s3maxconns (if given)
+at least -t x --iodepth; the extension built. Everything else (and every phase
 when the extension is absent) stays on the event loop's Python path, the reference.
 
 A thread then has one slot with ``--iodepth`` requests in flight, one per keep-alive
@@ -97,6 +98,8 @@ def route_of(cfg: BenchConfig, access: S3Access, *, in_parts: bool) -> Route:
         and not cfg.s3ignoreerrors
         and cfg.opslog_path is None
         and cfg.s3mix is None
+        # (a thread's --iodepth connections of its own: within --s3maxconns)
+        and (not cfg.s3maxconns or cfg.s3maxconns >= cfg.threads * cfg.iodepth)
     )
     endpoint = endpoints[0]
     return Route(

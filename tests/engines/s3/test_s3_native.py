@@ -54,7 +54,8 @@ def aiobench(
     if not python_path:
         argv += ["-m", "aiobench"]
     if strace is not None:
-        argv = ["strace", "-f", "-qq", "-e", "trace=sendmsg", "-s", "8", "-o", str(strace), *argv]
+        calls = "trace=sendmsg,write,writev,sendto"
+        argv = ["strace", "-f", "-qq", "-e", calls, "-s", "48", "-o", str(strace), *argv]
     return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=120)
 
 
@@ -73,8 +74,17 @@ def counts(doc: dict[str, Any]) -> dict[str, tuple[int, int, int]]:
 
 
 def sent_by_sendmsg(trace: Path, method: str) -> int:
-    """Requests of ``method`` the process sent by sendmsg (the native route's way)."""
-    return len(re.findall(rf'sendmsg\(\d+, \{{msg_name=NULL.*?"{method} /', trace.read_text()))
+    """Object requests (``/BUCKET/r...``) of ``method`` the process sent by sendmsg (the
+    native route's way)."""
+    text = trace.read_text()
+    return len(re.findall(rf'sendmsg\(\d+, \{{msg_name=NULL.*?"{method} /[^/"]+/r', text))
+
+
+def sent_otherwise(trace: Path, method: str) -> int:
+    """Object requests of ``method`` the process sent by write, writev or sendto (the
+    event loop's transports)."""
+    text = trace.read_text()
+    return len(re.findall(rf'(?:write|writev|sendto)\(\d+, .*?"{method} /[^/"]+/r', text))
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="no strace")
@@ -94,12 +104,11 @@ def test_native_route_is_taken_and_the_python_path_agrees(
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         docs[route] = json.loads(out.read_text())
-        # Every PUT and GET of the native run went out from the C loop, none otherwise.
-        expected = 24 if route == "native" else 0
-        assert (sent_by_sendmsg(trace, "PUT"), sent_by_sendmsg(trace, "GET")) == (
-            expected,
-            expected,
-        )
+        # Every PUT and GET of the native run went out from the C loop (none handed back),
+        # every one of the other run from the event loop.
+        native, python = (24, 0) if route == "native" else (0, 24)
+        assert (sent_by_sendmsg(trace, "PUT"), sent_by_sendmsg(trace, "GET")) == (native, native)
+        assert (sent_otherwise(trace, "PUT"), sent_otherwise(trace, "GET")) == (python, python)
         # --rand GETs of single blocks of the same objects (read as 1 KiB blocks), and
         # the objects removed.
         rand = ["-t", "2", "--iodepth", "4", "-n", "1", "-N", "12", "-s", "4k", "-b", "1k"]
@@ -111,7 +120,8 @@ def test_native_route_is_taken_and_the_python_path_agrees(
         assert proc.returncode == 0, proc.stderr
         docs[f"{route}-rand"] = json.loads(out.read_text())
         rand_gets = counts(docs[f"{route}-rand"])["READ"][1]
-        assert sent_by_sendmsg(trace, "GET") == (rand_gets if route == "native" else 0)
+        native, python = (rand_gets, 0) if route == "native" else (0, rand_gets)
+        assert (sent_by_sendmsg(trace, "GET"), sent_otherwise(trace, "GET")) == (native, python)
     assert counts(docs["native"]) == counts(docs["python"])
     assert counts(docs["native"])["WRITE"] == (24, 24, 24 * OBJECT)
     assert counts(docs["native"])["READ"] == (24, 24, 24 * OBJECT)

@@ -203,8 +203,9 @@ async def native_entries(
             return
         bucket, key = names(outcome.handback)
         record = requests.record
-        record.starts.append(perf_counter_ns())
+        start = perf_counter_ns()
         await requests.object(outcome.handback, bucket, key)
+        record.starts.append(start)  # (once done: the time limit may cut it off)
         record.ends.append(end := perf_counter_ns())
         stopped = job.stop is not None and job.stop.is_set()
         if end > job.until_ns or stopped:
@@ -217,33 +218,86 @@ def _part(
     """In an executor thread: the run's entries from ``k`` on, chunk after chunk, until the
     run is done or over, a failure, or a hand-back."""
     job, run, client = requests.job, requests.run, requests.client
-    depth = job.depth
-    rank_conns = conns.of_rank(run.rank, depth)
-    flag = _flag(job)
     get = job.kind == READ
     buf = job.buf
     assert buf is not None
-    size, block = run.size, run.block
-    want = block if run.offsets is not None else size
-    timeout_ns = int(conns.route.timeout_s * 1e9)
-    idle_calls = 0
-    operation = "GetObject" if get else "PutObject"
-    upload = requests.meta.upload_headers()
-    windows = len(buf.windows) if not get else 0
     while k < len(run):
         end = min(len(run), k + CHUNK)
-        heads: list[bytes] = []
-        bodies: list[memoryview] | None = None if get else []
-        staging: memoryview | None = None
-        if not get and end - k > windows:
-            end = min(end, k + max(windows, _STAGING_BYTES // max(size, 1)))
-            if end - k > windows:
-                staging = memoryview(bytearray(size * (end - k)))
+        if not get and end - k > len(buf.windows):
+            end = min(end, k + max(len(buf.windows), _STAGING_BYTES // max(run.size, 1)))
+        chunk = _Chunk(requests, names, k, end)
+        at = 0  # the chunk's next request
+        idle_calls = 0
+        while at < chunk.n:
+            bucket, key = names(k + at)
+            offset = None if not get else 0 if run.offsets is None else run.offsets[k + at]
+            rank_conns = conns.of_rank(run.rank, job.depth)
+            error = _connect(conns, rank_conns, client, bucket, key, offset)
+            if error is not None:
+                return _Outcome(k + at, error=error)
+            issued, failure = chunk.call(conns, at)
+            handback = failure[1] if failure is not None and failure[0] == _HANDBACK else None
+            # The entries done: those in a row from the first (a hand-back's request apart,
+            # made next on the Python path); ones after a gap (cut off at the time limit)
+            # are not counted.
+            gap = handback if handback is not None else at + issued
+            count = _leading(chunk.done[at:gap])
+            chunk.record(at, count)
+            if failure is not None and handback is None:
+                error = _failure(requests, failure, k, names, chunk.want, conns.route.timeout_s)
+                return _Outcome(k + at + count, error=error)
+            ignored = _ignored_range(chunk.status, chunk.done, run.offsets, k)
+            if ignored is not None:  # (--rand: a whole object where a range was asked)
+                bucket, key = names(ignored)
+                offset = int(run.offsets[ignored]) if run.offsets is not None else 0
+                reason = "the server ignored the Range header"
+                return _Outcome(k, error=client.failure(bucket, key, offset, 200, b"", reason))
+            if handback is not None:
+                after = _leading(chunk.done[handback + 1 : at + issued])
+                chunk.record(handback + 1, after)
+                return _Outcome(k + handback + 1 + after, handback=k + handback)
+            at += count
+            if count < issued or (at < chunk.n and _over(requests)):
+                return _Outcome(k + at)  # (cut off at the time limit, or the budget spent)
+            # (else connections closed: new ones, and the chunk goes on)
+            idle_calls = idle_calls + 1 if not issued else 0
+            if idle_calls >= _MAX_IDLE_CALLS:
+                bucket, key = names(k + at)
+                reason = "the server closed the connection without an answer"
+                error = client.broken(errno_mod.ECONNRESET, reason, bucket, key, None)
+                return _Outcome(k + at, error=error)
+        k = end
+        if _over(requests):
+            break
+    return _Outcome(k)
+
+
+class _Chunk:
+    """Requests ``k`` .. ``end - 1`` of a run, signed (PUT bodies from the slot's write
+    windows, copied to a staging buffer where the chunk holds more requests than there
+    are windows), and what the C loop recorded of them."""
+
+    def __init__(
+        self, requests: _Requests, names: Callable[[int], tuple[str, str]], k: int, end: int
+    ) -> None:
+        job, run, client = requests.job, requests.run, requests.client
+        self.requests = requests
+        self.get = get = job.kind == READ
+        buf = job.buf
+        assert buf is not None
+        self.buf = buf
+        size = run.size
+        self.want = run.block if run.offsets is not None else size
+        self.n = n = end - k
+        self.heads: list[bytes] = []
+        self.bodies: list[memoryview] | None = None if get else []
+        staging = memoryview(bytearray(size * n)) if not get and n > len(buf.windows) else None
+        upload = requests.meta.upload_headers()
         for j in range(k, end):
             bucket, key = names(j)
-            if bodies is None:
+            if self.bodies is None:
                 offset = run.offsets[j] if run.offsets is not None else 0
-                heads.append(client.get_head(bucket, key, int(offset), want))
+                self.heads.append(client.get_head(bucket, key, int(offset), self.want))
                 continue
             parts = buf.next_block(size)
             body = parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
@@ -251,34 +305,39 @@ def _part(
                 slot = staging[(j - k) * size : (j - k + 1) * size]
                 slot[:] = body
                 body = slot
-            heads.append(client.put_head(bucket, key, body, upload))
-            bodies.append(body)
-        n = end - k
-        error = _connect(conns, rank_conns, client, names(k), operation)
-        if error is not None:
-            return _Outcome(k, error=error)
+            self.heads.append(client.put_head(bucket, key, body, upload))
+            self.bodies.append(body)
+        self.times = np.zeros(3 * n, dtype=np.int64)
+        self.status = np.zeros(n, dtype=np.int64)
+        self.done = np.zeros(n, dtype=np.uint8)
+
+    def call(
+        self, conns: Connections, at: int
+    ) -> tuple[int, tuple[int, int, int, int, bytes] | None]:
+        """The C loop over the chunk's requests from ``at``; (how many it started, its
+        failure). Connections it gave up are closed (new ones are made before the next)."""
+        requests = self.requests
+        job = requests.job
+        rank_conns = conns.of_rank(requests.run.rank, job.depth)
         alive = np.array([s is not None for s in rank_conns], dtype=np.uint8)
         fds = [s.fileno() if s is not None else -1 for s in rank_conns]
-        times = np.zeros(3 * n, dtype=np.int64)
-        status = np.zeros(n, dtype=np.int64)
-        done = np.zeros(n, dtype=np.uint8)
         conns.calls += 1
-        issued, failure = _s3native.run(
+        result = _s3native.run(
             fds,
-            heads,
-            bodies,
-            buf.read_mem if get else None,
-            buf.read_area,
-            want,
-            times,
-            status,
-            done,
+            self.heads,
+            self.bodies,
+            self.buf.read_mem if self.get else None,
+            self.buf.read_area,
+            self.want,
+            self.times,
+            self.status,
+            self.done,
             alive,
-            0,
+            at,
             job.until_ns,
             job.deadline_ns,
-            flag,
-            timeout_ns,
+            _flag(job),
+            int(conns.route.timeout_s * 1e9),
             MIN_PROGRESS_BYTES,
         )
         for c, ok in enumerate(alive):
@@ -286,37 +345,23 @@ def _part(
             if not ok and sock is not None:
                 sock.close()
                 rank_conns[c] = None
-        handback = failure[1] if failure is not None and failure[0] == _HANDBACK else None
-        # The entries done: those in a row from the first (a hand-back's request apart,
-        # made next on the Python path); ones after a gap (cut off at the time limit)
-        # are not counted.
-        first_gap = handback if handback is not None else k + issued
-        count = _leading(done, first_gap - k)
-        _record(requests, times, status, count, get)
-        if failure is not None and handback is None:
-            error = _failure(requests, failure, k, names, want, conns.route.timeout_s)
-            return _Outcome(k + count, error=error)
-        ignored = _ignored_range(status, done, run.offsets, k)
-        if ignored is not None:  # (--rand: a whole object where a range was asked)
-            bucket, key = names(ignored)
-            offset = int(run.offsets[ignored]) if run.offsets is not None else 0
-            reason = "the server ignored the Range header"
-            return _Outcome(k, error=client.failure(bucket, key, offset, 200, b"", reason))
-        if handback is not None:
-            after = _leading(done[handback - k + 1 : issued], issued - (handback - k + 1))
-            _record(requests, times, status, after, get, handback - k + 1)
-            return _Outcome(handback + 1 + after, handback=handback)
-        k += count
-        if count < issued or (k < end and _over(requests, flag)):
-            return _Outcome(k)  # (cut off at the time limit, or the run's budget is spent)
-        idle_calls = idle_calls + 1 if not issued else 0
-        if idle_calls >= _MAX_IDLE_CALLS:
-            bucket, key = names(k)
-            reason = "the server closed the connection without an answer"
-            return _Outcome(k, error=client.broken(errno_mod.ECONNRESET, reason, bucket, key, None))
-        if count and _over(requests, flag):
-            return _Outcome(k)
-    return _Outcome(k)
+        return result
+
+    def record(self, at: int, count: int) -> None:
+        """Requests ``at`` .. ``at + count - 1`` done: each an entry and an I/O."""
+        if count <= 0:
+            return
+        view = self.times[3 * at : 3 * (at + count)].reshape(count, 3)
+        starts = view[:, 0].tolist()
+        ends = view[:, 1].tolist()
+        requests = self.requests
+        record = requests.record
+        record.starts.extend(starts)
+        record.ends.extend(ends)
+        record.io_starts.extend(starts)
+        record.io_ends.extend(ends)
+        if self.get:
+            requests.first_bytes.extend(np.maximum(view[:, 2], 1).tolist())
 
 
 def _ignored_range(
@@ -340,10 +385,12 @@ def _connect(
     conns: Connections,
     rank_conns: list[socket.socket | None],
     client: S3Client,
-    where: tuple[str, str],
-    operation: str,
+    bucket: str,
+    key: str,
+    offset: int | None,
 ) -> S3Error | None:
-    """Connections made where there are none (the Python path's errors when that fails)."""
+    """Connections made where there are none (the Python path's errors when that fails,
+    for the request about to go: ``bucket``/``key``)."""
     for c, sock in enumerate(rank_conns):
         if sock is not None:
             continue
@@ -351,15 +398,16 @@ def _connect(
             rank_conns[c] = conns.connect()
         except TimeoutError:
             stall = Stalled(conns.route.timeout_s, 0, True)
-            return client.stalled(operation, stall, where[0], where[1], None)
+            operation = "PutObject" if offset is None else "GetObject"
+            return client.stalled(operation, stall, bucket, key, offset)
         except OSError as exc:
             err = 0 if isinstance(exc, socket.gaierror) else exc.errno or 0
             reason = f"cannot connect: {exc.strerror or exc}"
-            return client.broken(err, reason, where[0], where[1], None)
+            return client.broken(err, reason, bucket, key, offset)
     return None
 
 
-def _over(requests: _Requests, flag: npt.NDArray[Any]) -> bool:
+def _over(requests: _Requests) -> bool:
     """The run's budget is spent (the last request ended past it), the phase stopped or
     its time limit reached."""
     job = requests.job
@@ -367,41 +415,15 @@ def _over(requests: _Requests, flag: npt.NDArray[Any]) -> bool:
     now = perf_counter_ns()
     return bool(
         (ends and ends[-1] > job.until_ns)
-        or flag[0]
+        or (job.stop is not None and job.stop.is_set())
         or (job.deadline_ns and now >= job.deadline_ns)
     )
 
 
-def _leading(done: npt.NDArray[Any], limit: int) -> int:
-    """How many of ``done[:limit]`` are set in a row from the first."""
-    if limit <= 0:
-        return 0
-    head = done[:limit]
-    gaps = np.flatnonzero(head == 0)
-    return int(gaps[0]) if gaps.size else limit
-
-
-def _record(
-    requests: _Requests,
-    times: npt.NDArray[Any],
-    status: npt.NDArray[Any],
-    count: int,
-    get: bool,
-    at: int = 0,
-) -> None:
-    """Requests ``at`` .. ``at + count - 1`` of a C call done: each an entry and an I/O."""
-    if count <= 0:
-        return
-    view = times[3 * at : 3 * (at + count)].reshape(count, 3)
-    starts = view[:, 0].tolist()
-    ends = view[:, 1].tolist()
-    record = requests.record
-    record.starts.extend(starts)
-    record.ends.extend(ends)
-    record.io_starts.extend(starts)
-    record.io_ends.extend(ends)
-    if get:
-        requests.first_bytes.extend(np.maximum(view[:, 2], 1).tolist())
+def _leading(done: npt.NDArray[Any]) -> int:
+    """How many of ``done`` are set in a row from the first."""
+    gaps = np.flatnonzero(done == 0)
+    return int(gaps[0]) if gaps.size else int(done.size)
 
 
 def _failure(

@@ -189,13 +189,15 @@ class _Chunked(_Fake):
         self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (OBJECT, b"y" * OBJECT))
 
 
-def _fake_run(handler: type[_Fake], flag: str, tmp_path: Path, python_path: bool) -> Any:
+def _fake_run(
+    handler: type[_Fake], flag: str, tmp_path: Path, python_path: bool, objects: int = 1
+) -> Any:
     handler.seen = []
     out = tmp_path / "fake.json"
     out.unlink(missing_ok=True)
     with serving(handler) as endpoint:
         proc = aiobench(
-            flag, "-t", "1", "-n", "1", "-N", "1", "-s", "4k", "--s3timeout", "2",
+            flag, "-t", "1", "-n", "1", "-N", str(objects), "-s", "4k", "--s3timeout", "2",
             "--s3endpoints", endpoint, "--s3key", "AKIDEXAMPLE", "--s3secret", "SECRETEXAMPLE",
             "--nolive", "--json", str(out), f"s3://{BUCKET}", python_path=python_path,
         )  # fmt: skip
@@ -227,10 +229,28 @@ def test_a_failure_reads_as_on_the_python_path(
 
 
 def test_a_chunked_answer_is_made_again_on_the_python_path(tmp_path: Path) -> None:
-    code, errors, doc, seen = _fake_run(_Chunked, "-r", tmp_path, python_path=False)
+    code, errors, doc, seen = _fake_run(_Chunked, "-r", tmp_path, python_path=False, objects=3)
     assert (code, errors) == (0, [])
-    assert counts(doc)["READ"] == (1, 1, OBJECT)
-    # The C loop handed the GET back on its chunked answer; the Python path made it again.
-    assert seen == ["GET", "GET"]
-    code, errors, doc, seen = _fake_run(_Chunked, "-r", tmp_path, python_path=True)
-    assert (code, errors, counts(doc)["READ"], seen) == (0, [], (1, 1, OBJECT), ["GET"])
+    assert counts(doc)["READ"] == (3, 3, 3 * OBJECT)
+    # The C loop handed each GET back on its chunked answer; the Python path made it again,
+    # and the run went on natively with the next object.
+    assert seen == ["GET"] * 6
+    code, errors, doc, seen = _fake_run(_Chunked, "-r", tmp_path, python_path=True, objects=3)
+    assert (code, errors, counts(doc)["READ"], seen) == (0, [], (3, 3, 3 * OBJECT), ["GET"] * 3)
+
+
+class _Closing(_Fake):
+    def answer(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+
+def test_a_connection_the_server_closes_is_replaced(tmp_path: Path) -> None:
+    # Every answer says "Connection: close": each PUT goes on a new connection.
+    for python_path in (False, True):
+        code, errors, doc, seen = _fake_run(_Closing, "-w", tmp_path, python_path, objects=5)
+        assert (code, errors, seen) == (0, [], ["PUT"] * 5)
+        assert counts(doc)["WRITE"] == (5, 5, 5 * OBJECT)

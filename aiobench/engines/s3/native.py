@@ -132,7 +132,6 @@ class Connections:
         self._by_rank: dict[int, list[socket.socket | None]] = {}
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self.calls = 0  # C calls made (a run's proof of the route)
 
     def executor(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -321,7 +320,6 @@ class _Chunk:
         rank_conns = conns.of_rank(requests.run.rank, job.depth)
         alive = np.array([s is not None for s in rank_conns], dtype=np.uint8)
         fds = [s.fileno() if s is not None else -1 for s in rank_conns]
-        conns.calls += 1
         result = _s3native.run(
             fds,
             self.heads,

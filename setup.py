@@ -21,5 +21,13 @@ setup(
             optional=True,
             extra_compile_args=["-std=gnu11", "-Wextra", "-Wno-unused-parameter"],
         ),
+        # The S3 engine's request loop for small objects: optional likewise (without it the
+        # S3 engine makes every request on the event loop).
+        Extension(
+            "aiobench.engines.s3._s3native",
+            ["aiobench/engines/s3/_s3native.c"],
+            optional=True,
+            extra_compile_args=["-std=gnu11", "-Wextra", "-Wno-unused-parameter"],
+        ),
     ]
 )

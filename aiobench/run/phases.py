@@ -432,7 +432,10 @@ class PhaseRun:
         cpu_last = _cpu_now()
         loop_cpu_ns = thread_time_ns() - self.loop_cpu_start_ns  # (the phase's, as cpu_last)
         gc.unfreeze()
-        client_pct = client.client_cpu_pct(self.client_start, client.sample(), self.cores)
+        client_end = client.sample()
+        # (with the threads that make requests in its place: the S3 native route's)
+        loop_cpu_ns += client.helpers_cpu_ns(self.client_start, client_end)
+        client_pct = client.client_cpu_pct(self.client_start, client_end, self.cores)
         time_up = 0 < clock.deadline_ns <= cpu_last.wall_ns and not state.stop.is_set()
         active = active_at(self.planned, self.finished)
         for record in series.finish(max(self.finished), active, cpu_last, time_up=time_up):

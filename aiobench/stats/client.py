@@ -52,19 +52,28 @@ def cores_allowed() -> float:
     return min(cores, quota) if quota is not None else cores
 
 
+# The threads that make an engine's requests in place of the event loop (the S3 engine's
+# native route, aiobench.engines.s3.native): their names start so, and their CPU counts
+# with the loop thread's (phases[].loop_cpu_ns).
+LOOP_HELPER_PREFIX = "aiobench-s3"
+
+
 @dataclass(frozen=True, slots=True)
 class ClientSample:
-    """The process's and each live thread's CPU time (ns) at one wall-clock instant."""
+    """The process's and each live thread's CPU time (ns) at one wall-clock instant, and
+    which threads are the loop's helpers (:data:`LOOP_HELPER_PREFIX`)."""
 
     wall_ns: int
     process_ns: int
     threads: dict[int, int]  # thread ident -> its CPU time
+    helpers: frozenset[int] = frozenset()
 
 
 def sample() -> ClientSample:
     """The CPU clocks now: the process's and every Python thread's (the I/O threads run
     the native loops in their own threads, so they are among them)."""
     threads = {}
+    helpers = []
     for thread in threading.enumerate():
         ident = thread.ident
         if ident is None:
@@ -73,7 +82,15 @@ def sample() -> ClientSample:
             threads[ident] = time.clock_gettime_ns(time.pthread_getcpuclockid(ident))
         except OSError:  # it ended meanwhile
             continue
-    return ClientSample(time.perf_counter_ns(), time.process_time_ns(), threads)
+        if thread.name.startswith(LOOP_HELPER_PREFIX):
+            helpers.append(ident)
+    return ClientSample(time.perf_counter_ns(), time.process_time_ns(), threads, frozenset(helpers))
+
+
+def helpers_cpu_ns(start: ClientSample, end: ClientSample) -> int:
+    """CPU time of the loop's helper threads between the samples (one started since
+    counts from 0)."""
+    return sum(end.threads[i] - start.threads.get(i, 0) for i in end.helpers)
 
 
 def client_cpu_pct(start: ClientSample, end: ClientSample, cores: float) -> int:

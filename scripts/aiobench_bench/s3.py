@@ -247,9 +247,10 @@ def aiobench_s3_figures(doc: Doc, op: str, work: S3Work, objects: int) -> Figure
         "io_p99_ns": pct("io", "99"),
         "entry_p99_ns": pct("entry", "99"),
         "size_ok": float(last["bytes"] == objects * work.size),
-        # In-phase: the event-loop thread's CPU from the phase's start to its last request
-        # (the S3 engine's requests all run on it), as the floor's process_time around its
-        # requests.
+        # In-phase: the CPU of the threads that make the S3 engine's requests, from the
+        # phase's start to its last request (loop_cpu_ns: the event loop's, and on the
+        # native route the threads that run its C loop), as the floor's process_time
+        # around its requests.
         "phase_cpu_s": float(phase.get("loop_cpu_ns") or NAN) / 1e9,
     }
 

@@ -645,7 +645,9 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
     probe = (
         f"import sys; sys.path[:0] = [{str(unpacked)!r}]; sys.path += {site_dirs()!r}; "
         "import aiobench, aiobench.engines.native as n; "
-        "print(aiobench.__file__); print(n.available()); print(n.build_error)"
+        "import aiobench.engines.s3.native as s3n; "
+        "print(aiobench.__file__); print(n.available()); print(n.build_error); "
+        "print(s3n.available())"
     )
     ran = subprocess.run(
         [sys.executable, "-I", "-S", "-c", probe],
@@ -655,9 +657,10 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
         check=False,
     )
     assert ran.returncode == 0, ran.stderr
-    where, available, why = ran.stdout.splitlines()
+    where, available, why, s3_native = ran.stdout.splitlines()
     assert where.startswith(str(unpacked))
     assert available == "False"
+    assert s3_native == "False"  # (the S3 engine's requests then all on the event loop)
     assert why.startswith("the C extension aiobench.engines._native is not built")
     # A run from that install uses the Python engine, says so once, and records it.
     entry = probe.split("import aiobench,")[0] + "from aiobench.entry import main; main()"

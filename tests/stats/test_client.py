@@ -109,3 +109,31 @@ def test_a_phase_over_its_cpu_allowance_says_so_in_the_table_and_json(
         last_done=dataclasses.replace(phase.last_done, elapsed_ns=client.CLIENT_BOUND_MIN_NS - 1),
     )
     assert client_bound_row(short) == ""
+
+
+def test_the_loop_helpers_cpu_counts_only_threads_named_so() -> None:
+    """The S3 native route's threads (named LOOP_HELPER_PREFIX...) count with the loop's
+    CPU (phases[].loop_cpu_ns); other threads do not; one started since counts from 0."""
+    stop = threading.Event()
+
+    def burn() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    start = client.sample()
+    helper = threading.Thread(target=burn, name=f"{client.LOOP_HELPER_PREFIX}_0")
+    other = threading.Thread(target=burn, name="someone-else")
+    helper.start()
+    other.start()
+    try:
+        while client.sample().threads.get(helper.ident or 0, 0) < 20_000_000:
+            stop.wait(0.01)
+        end = client.sample()
+    finally:
+        stop.set()
+        helper.join()
+        other.join()
+    assert end.helpers == {helper.ident}
+    assert client.helpers_cpu_ns(start, end) == end.threads[helper.ident or 0]
+    assert client.helpers_cpu_ns(start, end) >= 20_000_000
+    assert client.helpers_cpu_ns(end, end) == 0

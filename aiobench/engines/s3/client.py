@@ -452,6 +452,51 @@ class S3Client:
         lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
         return self._pool(address, bucket), f"{method} {target} HTTP/1.1\r\n{lines}\r\n".encode()
 
+    # -- the native route's heads (engines.s3.native): signed as the requests above ----------
+
+    def put_head(self, bucket: str, key: str, body: memoryview, headers: dict[str, str]) -> bytes:
+        """The signed head of :meth:`put_object`'s request (``headers``: an ACL)."""
+        sent = dict(self._upload_headers)
+        sent.update(headers)
+        sent["Content-Length"] = str(body.nbytes)
+        return self._head("PUT", bucket, key, sent, body)
+
+    def get_head(self, bucket: str, key: str, offset: int, length: int) -> bytes:
+        """The signed head of :meth:`get_range`'s request for ``length`` bytes."""
+        headers = {"Range": f"bytes={offset}-{offset + length - 1}", **self.policy.object}
+        return self._head("GET", bucket, key, headers, None)
+
+    def _head(
+        self, method: str, bucket: str, key: str, headers: dict[str, str], body: memoryview | None
+    ) -> bytes:
+        """A signed head, off the event loop (no pool is made: the caller has connections)."""
+        address = self._addresses.get(bucket)
+        if address is None:  # (a dict's setdefault: safe from several threads)
+            address = self._addresses.setdefault(
+                bucket, bucket_address(self.endpoint, bucket, self.virtual_host)
+            )
+        path = address.object_path(encode_path(key))
+        payload = self.policy.payload_hash(body, self._tls)
+        self._signer.sign_s3(method, path, "", address.host, headers, self._when(), payload)
+        lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
+        return f"{method} {path} HTTP/1.1\r\n{lines}\r\n".encode()
+
+    def failure(
+        self, bucket: str, key: str, offset: int | None, status: int, body: bytes, reason: str
+    ) -> S3Error:
+        """The error of a request answered ``status`` with ``body`` (as :meth:`_send`'s)."""
+        code, message = self._error_fields(body[:_MAX_ERROR_BODY_BYTES])
+        return self._error(bucket, key, offset, status, code, message, reason)
+
+    def broken(self, err: int, reason: str, bucket: str, key: str, offset: int | None) -> S3Error:
+        """The error of a request that got no (complete) answer (as :class:`Broken`'s)."""
+        return self._broken(Broken(err, reason), bucket, key, offset)
+
+    def stalled(
+        self, operation: str, stall: Stalled, bucket: str, key: str, offset: int | None
+    ) -> S3Error:
+        return self._stalled(operation, stall, bucket, key, offset)
+
     async def _call(
         self,
         operation: str,

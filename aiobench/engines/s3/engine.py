@@ -46,6 +46,7 @@ from aiobench.engines.s3.layout import (
 from aiobench.engines.s3.metadata import MetaSettings, bucket_request, object_request, settings
 from aiobench.engines.s3.mixed import DELETE, GET, PUT, Mix, parse_mix
 from aiobench.engines.s3.mixed import STAT as STAT_OP
+from aiobench.engines.s3.native import Connections, Route, applies, native_entries, route_of
 from aiobench.engines.s3.requestlog import RequestLog, check_prefix
 from aiobench.engines.s3.uploads import UploadSettings, upload_settings
 from aiobench.engines.verify import check, pattern
@@ -94,8 +95,13 @@ class S3Targets(Targets):
         list_verify: bool = False,
         files_per_prefix: int = 0,
         log: RequestLog | None = None,
+        route: Route | None = None,
     ) -> None:
         super().__init__(paths)
+        # The native route of small-object PUTs and GETs (engines.s3.native), and its
+        # connections
+        self.route = route or Route()
+        self.native = Connections(self.route) if self.route.enabled else None
         # LISTOBJ_P: each prefix's listing (its token, pages in a row that brought nothing,
         # and with --s3listverify the keys so far), its objects as -N says.
         self.log = log  # --s3log: the requests' log (closed with the clients)
@@ -168,7 +174,10 @@ class S3Targets(Targets):
             await client.aclose()
 
     def close(self) -> None:
-        """The request log; the clients are the event loop's (see :meth:`release`)."""
+        """The request log and the native route's connections; the clients are the event
+        loop's (see :meth:`release`)."""
+        if self.native is not None:
+            self.native.close()
         if self.log is not None:
             self.log.close()
             self.log = None
@@ -257,6 +266,7 @@ class S3Engine:
             raise TypeError("the S3 engine opens only what it resolved")  # a programming error
         # Each endpoint serves every len(endpoints)-th thread rank, each with its slots.
         slots = math.ceil(cfg.threads / len(access.endpoints)) * cfg.iodepth
+        in_parts = cfg.size_bytes > cfg.block_size and not (cfg.rand or cfg.s3randobj)
         return S3Targets(
             cfg.paths,
             access=access,
@@ -265,12 +275,13 @@ class S3Engine:
             multidel=cfg.s3multidel,
             # Objects larger than -b (but not --rand's single blocks): a thread keeps up
             # to --iodepth of one object's parts or ranges in flight (see slot_depth).
-            in_parts=cfg.size_bytes > cfg.block_size and not (cfg.rand or cfg.s3randobj),
+            in_parts=in_parts,
             meta=settings(cfg),
             uploads=upload_settings(cfg),
             list_verify=cfg.s3listverify,
             files_per_prefix=cfg.num_files,
             log=RequestLog(cfg.s3logprefix, cfg.s3log) if cfg.s3log else None,
+            route=route_of(cfg, access, in_parts=in_parts),
         )
 
     def begin_phase(
@@ -305,10 +316,13 @@ class S3Engine:
     def slot_depth(
         self, targets: Targets, kind: PhaseKind, options: IoOptions, iodepth: int
     ) -> int:
-        """Objects larger than a block: one slot per thread, with up to ``iodepth`` of an
-        object's parts or ranges in flight; else ``iodepth`` slots with one request each."""
-        in_parts = _opened(targets).in_parts
-        return iodepth if kind in (WRITE, READ) and in_parts else 1
+        """Objects larger than a block, and the native route's phases: one slot per
+        thread, with up to ``iodepth`` of an object's parts or ranges, or of its objects,
+        in flight; else ``iodepth`` slots with one request each."""
+        opened = _opened(targets)
+        if applies(opened.route, kind, options):
+            return iodepth
+        return iodepth if kind in (WRITE, READ) and opened.in_parts else 1
 
     def run(self, job: Job) -> RawBatch:
         raise TypeError("the S3 engine runs on the event loop (run_async)")
@@ -332,6 +346,10 @@ class S3Engine:
                     await requests.whole_buckets(targets, stopped)
                 elif released.kind == LISTOBJPAR:
                     await requests.prefixes(targets, stopped)
+                elif targets.native is not None and applies(
+                    targets.route, released.kind, released.options
+                ):
+                    await native_entries(requests, targets.native, _names(run, targets))
                 else:
                     await requests.entries(targets, stopped)
         except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
@@ -372,6 +390,17 @@ def _checked_mix(cfg: BenchConfig) -> Mix | None:
             "is always there to read"
         )
     return mix
+
+
+def _names(run: EntryRun, targets: S3Targets) -> Callable[[int], tuple[str, str]]:
+    """Entry k's bucket and key."""
+    index, buckets, objprefix = run.path_index, targets.buckets, targets.objprefix
+
+    def names(k: int) -> tuple[str, str]:
+        path = buckets[index if isinstance(index, int) else index[k]]
+        return path.bucket, path.key(run.name(k), objprefix)
+
+    return names
 
 
 def _prefix_of(name: str) -> str:

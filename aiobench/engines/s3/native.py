@@ -31,7 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import numpy as np
@@ -46,9 +46,11 @@ from aiobench.stats.client import LOOP_HELPER_PREFIX
 
 if TYPE_CHECKING:
     from aiobench.config import BenchConfig
+    from aiobench.engines.base import ListRecord
     from aiobench.engines.s3.client import S3Client
-    from aiobench.engines.s3.engine import _Requests
     from aiobench.engines.s3.layout import S3Access
+    from aiobench.engines.s3.metadata import MetaSettings
+    from aiobench.plan.dirmode import EntryRun
 
 try:
     from aiobench.engines.s3 import _s3native
@@ -64,6 +66,21 @@ CHUNK = 256
 _STAGING_BYTES = 4 << 20
 # Calls in a row that start no request (connections that close at once) before giving up.
 _MAX_IDLE_CALLS = 3
+
+
+class _Requests(Protocol):
+    """What the route needs of the engine's requests of one run (its ``_Requests``): the
+    job and its run, the client, what every upload carries, where timings go, and the
+    Python path for one object (an answer the C loop hands back)."""
+
+    job: Job
+    run: EntryRun
+    client: S3Client
+    meta: MetaSettings
+    record: ListRecord
+    first_bytes: list[int]
+
+    async def object(self, k: int, bucket: str, key: str) -> None: ...
 
 
 def available() -> bool:

@@ -65,7 +65,7 @@ _FIRST_RUNS_OPS = 1 << 20
 # A long first run is kept as pieces of this many operations, handed over a piece or two
 # at a time: a run ends at its budget, and what it leaves is cut from the run (a copy of
 # its offsets), so a run of 65,536 operations paced for 2,000 would copy ~60,000 offsets
-# at each boundary, the queue empty meanwhile (~0.4 ms of every 50 ms at -t 1 -iodepth 1).
+# at each boundary, the queue empty meanwhile (~0.4 ms of every 50 ms at -t 1 --iodepth 1).
 _PIECE_OPS = 4096
 
 

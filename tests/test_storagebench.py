@@ -203,8 +203,12 @@ def test_stop_ends_every_rank_and_keeps_their_results(tmp_path: Path, fault_fs: 
     start = sb(state, "--write", "-b", "64k", "-s", "16m", "--nodirect", *hosts, str(slow))
     assert start.returncode == 0, start.stderr
     files = slow / HIDDEN
-    wait_for(lambda: files.is_dir() and len(list(files.glob("r*"))) == 2, "both files", 120)
-    time.sleep(1.5)  # (some blocks written)
+
+    def written() -> bool:  # (the files grow block by block: each rank's phase has begun)
+        found = list(files.glob("r*")) if files.is_dir() else []
+        return len(found) == 2 and all(f.stat().st_size >= 2 * 65536 for f in found)
+
+    wait_for(written, "two blocks in both files", 120)
     stopped = sb(state, "--stop", "--verbose", timeout=240)
     assert stopped.returncode == 0, stopped.stderr
     assert "Server benchmark status: Stopped: 2" in stopped.stdout

@@ -393,4 +393,5 @@ def test_available_memory_reads_meminfo_and_cgroup_limits(tmp_path: Path) -> Non
     assert found() == 1 * GIB
     meminfo.unlink()  # no /proc/meminfo: the C library's count, still under the limit
     libc = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")  # (free pages now)
-    assert found() in (GIB, pytest.approx(libc, rel=0.05)) and found() <= GIB
+    value = found()
+    assert value is not None and value <= GIB and value in (GIB, pytest.approx(libc, rel=0.05))

@@ -627,3 +627,25 @@ def mpirun(
     return subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout, env=mpi_env(), cwd=cwd, check=False
     )
+
+
+def strace_lines(tmp_path: Path, calls: str, *args: str, fd_paths: bool = False) -> list[str]:
+    """The lines strace writes for ``calls`` (its ``trace=`` list) of ``aiobench ARGS``,
+    every thread's, the run having ended well; ``fd_paths``: each descriptor shown as
+    ``FD</path>`` (``-y``). Skips when strace is missing or cannot trace here."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed (.ci/run installs it)")
+    log = tmp_path / "strace.log"
+    shown = ["-y"] if fd_paths else []
+    cmd = ["strace", "-f", *shown, "-qq", "-e", f"trace={calls}", "-o", str(log)]
+    proc = subprocess.run(
+        [*cmd, sys.executable, "-m", "aiobench", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if proc.returncode != 0 and "PTRACE" in proc.stderr:
+        pytest.skip(f"strace cannot trace here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    return log.read_text().splitlines()

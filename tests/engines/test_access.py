@@ -10,7 +10,6 @@ import fcntl
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import assert_usage_error, run_aiobench
+from tests.helpers import assert_usage_error, run_aiobench, strace_lines
 
 ENGINES = ("native", "python")
 MIB = 1 << 20
@@ -157,22 +156,9 @@ def test_flock_takes_the_lock_another_process_sees(
 def traced(tmp_path: Path, syscall: str, *args: str) -> list[str]:
     """The lines of ``syscall`` (comma-separated names) of ``aiobench ARGS``, every thread's,
     as strace records them."""
-    if shutil.which("strace") is None:
-        pytest.skip("strace is not installed (.ci/run installs it)")
-    log = tmp_path / "strace.log"
-    cmd = ["strace", "-f", "-qq", "-e", f"trace={syscall}", "-o", str(log)]
-    proc = subprocess.run(
-        [*cmd, sys.executable, "-m", "aiobench", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if proc.returncode != 0 and "PTRACE" in proc.stderr:
-        pytest.skip(f"strace cannot trace here: {proc.stderr.strip()}")
-    assert proc.returncode == 0, proc.stderr
     names = [f"{name}(" for name in syscall.split(",")]
-    return [line for line in log.read_text().splitlines() if any(n in line for n in names)]
+    lines = strace_lines(tmp_path, syscall, *args)
+    return [line for line in lines if any(n in line for n in names)]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -12,9 +12,6 @@ import json
 import mmap
 import os
 import re
-import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -22,7 +19,7 @@ import pytest
 
 from aiobench.engines.access import Access
 from aiobench.engines.base import IoOptions
-from tests.helpers import fd_targets, run_aiobench
+from tests.helpers import fd_targets, run_aiobench, strace_lines
 
 pytestmark = pytest.mark.slow  # real CLI runs
 
@@ -37,22 +34,8 @@ CALL = re.compile(r"^\d+\s+(\w+)\((.*)\)\s+= (\S+)")
 def traced(tmp_path: Path, calls: str, *args: str) -> list[tuple[str, str, str]]:
     """``aiobench ARGS`` under ``strace -f -y``: (name, arguments, result) of each traced
     call of every thread, in order."""
-    if shutil.which("strace") is None:
-        pytest.skip("strace is not installed (.ci/run installs it)")
-    log = tmp_path / "strace.log"
-    cmd = ["strace", "-f", "-y", "-qq", "-e", f"trace={calls}", "-o", str(log)]
-    proc = subprocess.run(
-        [*cmd, sys.executable, "-m", "aiobench", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if proc.returncode != 0 and "PTRACE" in proc.stderr:
-        pytest.skip(f"strace cannot trace here: {proc.stderr.strip()}")
-    assert proc.returncode == 0, proc.stderr
     found = []
-    for line in log.read_text().splitlines():
+    for line in strace_lines(tmp_path, calls, *args, fd_paths=True):
         m = CALL.match(line)
         if m:
             found.append((m[1], m[2], m[3]))

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 _SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "riscv64": 237, "ppc64le": 261, "s390x": 270}
 _MPOL_PREFERRED = 1  # <linux/mempolicy.h>: allocate on the node given, else anywhere
 _MASK_WORDS = 16  # 1024 nodes, Linux's largest MAX_NUMNODES
+_PR_SET_NAME = 15  # <linux/prctl.h>
+BOOKS_THREAD = b"aiobench-books"  # the kernel's name of a phase's bookkeeping thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,12 @@ def prefer_zone(zone: int) -> bool:
     mask[zone // 64] = 1 << (zone % 64)
     done: int = _libc().syscall(number, _MPOL_PREFERRED, mask, 64 * _MASK_WORDS + 1)
     return done == 0
+
+
+def name_thread(name: bytes) -> None:
+    """The calling thread's name as the kernel shows it (``top -H``, /proc/PID/task/TID/comm;
+    at most 15 bytes), so that aiobench's own threads can be told from its I/O threads."""
+    _libc().prctl(_PR_SET_NAME, name[:15], 0, 0, 0)
 
 
 @functools.cache

@@ -3,7 +3,8 @@
 Each slot runs its whole phase in one executor thread (:func:`_slot_loop`): it takes a
 run of operations from its thread's stream, hands it to the engine, which ends it after
 ``TARGET_BATCH_NS`` (or at the time limit; the slot keeps what is left for its next run),
-and folds and accounts it there, beside the other slots' I/O. The event loop only starts
+and hands the results to the phase's books (:class:`_Books`, a thread of their own), which
+fold and account them while the slot's next run does its I/O. The event loop only starts
 the phase, watches its intervals and learns when the last slot has ended. Operations are
 timed one by one by the engine. An engine that runs on the event loop (S3) runs its runs
 there instead, in one task per slot, with budgets of ``LOOP_BATCH_NS``.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,7 +36,7 @@ from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.layout import Run, Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
-from aiobench.run.affinity import Binding
+from aiobench.run.affinity import BOOKS_THREAD, Binding, name_thread
 from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
@@ -101,8 +103,10 @@ class Clock:
 
 @dataclass(slots=True)
 class PhaseState:
-    """What changes while a phase runs, seen by all its slots; the lock guards only the
-    in-flight counters."""
+    """What changes while a phase runs, seen by all its slots. ``lock`` guards what the
+    books and the watcher share (the slots' counts, the interval series, FIRST DONE);
+    ``inflight_lock`` only the in-flight counters, so that a slot starting its next run
+    never waits for the books to account its last one."""
 
     stop: threading.Event = field(default_factory=threading.Event)
     clock: Clock = field(default_factory=Clock)
@@ -116,6 +120,7 @@ class PhaseState:
     inflight: int = 0
     peak_inflight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    inflight_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail(self, error: BenchIOError) -> None:
         if self.error is None:
@@ -185,6 +190,8 @@ class Slot:
     # phase's shared ones.
     targets: Targets | None = None
     busy_since_ns: int = 0  # nothing it has yet to account ends before this; 0 = ended
+    # Held from a run's hand-over to the books until it is accounted (_Books.hand).
+    unsettled: threading.Lock = field(default_factory=threading.Lock)
     rank: int = 0  # the (global) thread rank it belongs to (--opslog's worker_rank)
 
     @property
@@ -212,7 +219,7 @@ def _job(
     if gate is not None:
         gate.register()
     queued = min(spec.depth, len(run))  # operations this run keeps in flight at once
-    with state.lock:
+    with state.inflight_lock:
         state.inflight += queued
         state.peak_inflight = max(state.peak_inflight, state.inflight)
     clock = state.clock  # (before the start, a gated run's clock comes with the gate)
@@ -238,22 +245,20 @@ def _job(
 
 
 def _done(state: PhaseState, queued: int) -> None:
-    with state.lock:
+    with state.inflight_lock:
         state.inflight -= queued
 
 
 def _execute(
     spec: PhaseSpec, state: PhaseState, slot: Slot, run: Run, gate: StartGate | None
-) -> tuple[Done, BenchIOError | None]:
-    """Runs in an executor thread: the I/O, then latency folding (outside the timed part)."""
+) -> RawBatch:
+    """Runs in the slot's executor thread: the I/O of one run (its folding and accounting
+    are the books' work, :class:`_Books`)."""
     job, queued = _job(spec, state, slot, run, gate)
     try:
-        raw = spec.engine.run(job)
+        return spec.engine.run(job)
     finally:
         _done(state, queued)
-    if spec.opslog is not None:  # (after the engine's timed loop, before the next run)
-        spec.opslog.record(run, raw, slot.rank)
-    return _fold(slot, run, raw)
 
 
 async def _execute_async(
@@ -272,7 +277,8 @@ async def _execute_async(
 
 
 def _fold(slot: Slot, run: Run, raw: RawBatch) -> tuple[Done, BenchIOError | None]:
-    """A run's latencies into the slot's recorders."""
+    """A run's latencies into the slot's recorders (after the engine's timed loop: its
+    error, if any, is the run's last word)."""
     ends, io_ends = raw.ends, raw.io_ends
     unit_latency = ends - raw.starts
     io_latency = None
@@ -409,20 +415,27 @@ def _slot_loop(
     siblings: int,
     first: StartGate | None,
     take_lock: threading.Lock,
+    books: _Books,
 ) -> None:
-    """A slot's whole phase, in one executor thread: run after run, each folded and
-    accounted here, beside the other slots' I/O. The event loop's work is then per phase
-    and per interval, not per run or per slot (issue #28 measured the per-run round-trips
-    to the loop at ~12 % of two cores at ``-t 256``), and the slot keeps its thread (and
-    with it the engine's per-slot state, such as a queue carried from run to run)."""
+    """A slot's whole phase, in one executor thread: run after run, each handed to the
+    phase's books to fold and account while the slot goes on with its next run. The event
+    loop's work is then per phase and per interval, not per run or per slot (issue #28
+    measured the per-run round-trips to the loop at ~12 % of two cores at ``-t 256``);
+    the slot keeps its thread (and with it the engine's per-slot state, such as a queue
+    carried from run to run); and between two runs it does only what the next one needs
+    (at ``-t 1 --iodepth 1`` folding and accounting in line took ~0.2 of the ~0.4 ms a
+    boundary cost, the device idle meanwhile)."""
     while first is not None or not state.stop.is_set():
         run = _next_run(spec, state, stream, slot, siblings, take_lock)
         if run is None:
             return
-        done, error = _execute(spec, state, slot, run, first)
+        raw = _execute(spec, state, slot, run, first)
         first = None
-        if not _settle(spec, state, slot, run, done, error):
+        books.hand(slot, run, raw)
+        if raw.error is not None:
+            state.fail(raw.error)
             return
+        _carry(spec, slot, run, raw.ends)
 
 
 async def _loop_slot(
@@ -437,35 +450,91 @@ async def _loop_slot(
             return
         done, error = await _execute_async(spec, state, slot, run, first)
         first = None
-        if not _settle(spec, state, slot, run, done, error):
+        with state.lock:
+            _account(state, slot, done)
+            slot.busy_since_ns = perf_counter_ns()
+        if error is not None:
+            state.fail(error)
             return
+        _carry(spec, slot, run, done.ends)
 
 
-def _settle(
-    spec: PhaseSpec,
-    state: PhaseState,
-    slot: Slot,
-    run: Run,
-    done: Done,
-    error: BenchIOError | None,
-) -> bool:
-    """A run's results accounted, and what it left for the slot's next run; whether the
-    slot goes on. The slot counts as busy from here to the end of its next run (its next
-    operation cannot end before now), so the watcher never closes an interval over it."""
-    with state.lock:  # (the interval series and timeline are shared with the watcher)
-        _account(state, slot, done)
-        slot.busy_since_ns = perf_counter_ns()
-    if error is not None:
-        state.fail(error)
-        return False
-    ends = done.ends
+def _carry(spec: PhaseSpec, slot: Slot, run: Run, ends: Int64Array) -> None:
+    """What a run that completed ``ends`` left for the slot's next run, and that run's
+    size at the pace it went."""
     if ends.size < len(run):
         slot.pending = run.after(int(ends.size))
     if ends.size > 1:
         # Hand over a little more than the budget holds at this pace; the rest waits.
         op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (int(ends.size) - 1)
         slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * spec.batch_ns / op_ns)))
-    return True
+
+
+class _Books:
+    """A phase's bookkeeping thread: each run a slot hands over is folded into the slot's
+    recorders and accounted (counts, intervals, FIRST DONE's ring, --opslog) here, in the
+    order handed, while the slot's next run does its I/O. A slot has at most one run
+    waiting (:meth:`hand` waits for the one before), so the books keep up with the slots,
+    and its end is counted (:class:`_Ends`) only after its last run is accounted.
+
+    A slot counts as busy from the moment it hands a run over to the end of its next one
+    (that run's operations cannot end before the moment), so the watcher never closes an
+    interval over a run not yet accounted."""
+
+    def __init__(self, spec: PhaseSpec, state: PhaseState, ends: _Ends) -> None:
+        self.spec, self.state, self.ends = spec, state, ends
+        self.items: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._keep, name="aiobench-books", daemon=True)
+        self.thread.start()
+
+    def hand(self, slot: Slot, run: Run, raw: RawBatch) -> None:
+        slot.unsettled.acquire()  # (released once the slot's last run is accounted)
+        self.items.put(_Handed(slot, run, raw, perf_counter_ns()))
+
+    def ended(self, local: int, slot: Slot, failure: BaseException | None) -> None:
+        self.items.put(_Ended(local, slot, failure))
+
+    def close(self) -> None:
+        self.items.put(None)
+        self.thread.join()
+
+    def _keep(self) -> None:
+        name_thread(BOOKS_THREAD)
+        state = self.state
+        while (item := self.items.get()) is not None:
+            if isinstance(item, _Ended):
+                self.ends.ended(item.local, item.slot, item.failure)
+                continue
+            slot = item.slot
+            try:
+                if self.spec.opslog is not None:
+                    self.spec.opslog.record(item.run, item.raw, slot.rank)
+                done, _ = _fold(slot, item.run, item.raw)
+                with state.lock:  # (the interval series and timeline are the watcher's too)
+                    _account(state, slot, done)
+                    slot.busy_since_ns = item.handed_ns
+            except BaseException as exc:  # (a fault here ends the phase, never hangs it)
+                self.ends.fail(exc)
+            finally:
+                slot.unsettled.release()
+
+
+@dataclass(frozen=True, slots=True)
+class _Handed:
+    slot: Slot
+    run: Run
+    raw: RawBatch
+    handed_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    local: int
+    slot: Slot
+    failure: BaseException | None
+
+
+_Item = _Handed | _Ended
 
 
 class _Ends:
@@ -485,6 +554,12 @@ class _Ends:
         if not self.remaining:
             self.all_ended.set()
 
+    def fail(self, failure: BaseException) -> None:
+        with self.state.lock:
+            if self.failure is None:
+                self.failure = failure
+        self.state.stop.set()
+
     def ended(self, local: int, slot: Slot, failure: BaseException | None = None) -> None:
         with self.state.lock:
             slot.busy_since_ns = 0
@@ -500,19 +575,19 @@ class _Ends:
 
 
 def _slot_thread(
-    ends: _Ends, local: int, slot: Slot, loop: Callable[[], None], binding: Binding
+    books: _Books, local: int, slot: Slot, loop: Callable[[], None], binding: Binding
 ) -> None:
     """A slot's :func:`_slot_loop` in its executor thread (bound as thread ``local``,
-    --cores/--zones), its end (or failure) counted."""
+    --cores/--zones), its end (or failure) counted after its last run's."""
     failure: BaseException | None = None
     try:
         binding.bind_thread(local)
         loop()
     except BaseException as exc:  # (handed to the loop, which raises it)
         failure = exc
-        ends.state.stop.set()
+        books.state.stop.set()
     finally:
-        ends.ended(local, slot, failure)
+        books.ended(local, slot, failure)
 
 
 async def _slot_task(
@@ -550,14 +625,33 @@ async def run_slots(
                     task = partial(_loop_slot, spec, state, stream, slot, len(rank_slots), gate)
                     group.start_soon(_slot_task, ends, local, slot, task)
         return
+    books = _Books(spec, state, ends)
+    try:
+        await _threads_run(spec, state, streams, slots, gate, books)
+    finally:
+        books.close()
+
+
+async def _threads_run(
+    spec: PhaseSpec,
+    state: PhaseState,
+    streams: Sequence[Stream],
+    slots: list[list[Slot]],
+    gate: StartGate,
+    books: _Books,
+) -> None:
+    """:func:`run_slots` for an executor engine: each slot in an executor thread."""
+    ends = books.ends
     futures: list[tuple[Future[None], int, Slot]] = []
     for local, (stream, rank_slots) in enumerate(zip(streams, slots, strict=True)):
         take_lock = threading.Lock()
         for slot in rank_slots:
             first = gate if slot.pending is not None else None
-            body = partial(_slot_loop, spec, state, stream, slot, len(rank_slots), first, take_lock)
+            body = partial(
+                _slot_loop, spec, state, stream, slot, len(rank_slots), first, take_lock, books
+            )
             binding = spec.binding
-            future = spec.executor.submit(_slot_thread, ends, local, slot, body, binding)
+            future = spec.executor.submit(_slot_thread, books, local, slot, body, binding)
             futures.append((future, local, slot))
     try:
         await ends.all_ended.wait()

@@ -3,6 +3,7 @@ runs on, read from /proc/PID/task/*/status and stat while it runs."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from aiobench.config import build_config, cpu_sets
+from aiobench.run.affinity import BOOKS_THREAD
 from tests.helpers import assert_usage_error, run_aiobench
 
 ENGINES = ("native", "python")
@@ -28,7 +30,8 @@ def cpu_list(text: str) -> frozenset[int]:
 
 
 def tasks(pid: int) -> dict[int, tuple[frozenset[int], int, int]]:
-    """Each thread's (allowed CPUs, CPU it last ran on, CPU ticks so far)."""
+    """Each thread's (allowed CPUs, CPU it last ran on, CPU ticks so far), but a phase's
+    bookkeeping thread's, which is neither an I/O thread nor the process's main one."""
     out = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
@@ -36,6 +39,8 @@ def tasks(pid: int) -> dict[int, tuple[frozenset[int], int, int]]:
             stat = (task / "stat").read_text()
         except OSError:
             continue  # (ended meanwhile)
+        if stat.partition("(")[2].startswith(BOOKS_THREAD.decode() + ")"):
+            continue
         allowed = next(line for line in status.splitlines() if line.startswith("Cpus_allowed_list"))
         fields = stat[stat.rindex(")") + 2 :].split()  # (after the name, which may hold spaces)
         # stat's fields from the 3rd: utime and stime are the 14th and 15th, processor the 39th.
@@ -111,6 +116,37 @@ def test_threads_take_the_cores_round_robin(tmp_path: Path, engine: str) -> None
     assert io == [[first], [first], [second]]  # threads 0, 1, 2 on cores 0, 1, 0 of the list
     for tid, (allowed, cpu, _) in seen.items():
         assert allowed <= {first, second} and cpu in allowed, (tid, allowed, cpu)
+
+
+def test_a_phase_has_one_bookkeeping_thread_beside_its_io_threads(tmp_path: Path) -> None:
+    # tasks() leaves it out by name: exactly one thread may carry that name, and it folds
+    # and accounts runs while the I/O threads go on (it uses CPU of its own).
+    target = tmp_path / "data"
+    target.write_bytes(os.urandom(1 << 22))
+    run = ["-r", "--rand", "-b", "4k", "-t", "2", "--infloop", "--timelimit", "2", "--nolive"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiobench", *run, str(target)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    books: list[int] = []
+    try:
+        while proc.poll() is None and not books:
+            names = {}
+            for task in Path(f"/proc/{proc.pid}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    names[int(task.name)] = (task / "comm").read_text().strip()
+            books = [tid for tid, name in names.items() if name == BOOKS_THREAD.decode()]
+            time.sleep(0.05)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert len(books) == 1, names
+    assert len(names) >= 4, names  # (the main thread, two I/O threads and the books)
 
 
 def test_without_cores_nothing_is_bound(tmp_path: Path) -> None:

@@ -379,7 +379,8 @@ async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
     # 2 threads x 2 slots, 60 operations of 2 ms each per slot: runs of ~50 ms, so every
     # slot makes several. Each keeps its executor thread (an engine's per-slot state, such
     # as a queue carried from run to run, stays with it), and every run is accounted in
-    # that thread, none on the event loop (whose work is then per phase, not per run).
+    # the phase's one bookkeeping thread, beside the slots' I/O: neither in an I/O thread
+    # nor on the event loop (whose work is then per phase, not per run).
     accounted: list[int] = []
     real_account = worker._account
 
@@ -409,7 +410,38 @@ async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
     assert all(len(set(threads)) == 1 for threads in engine.runs.values()), engine.runs
     assert len({threads[0] for threads in engine.runs.values()}) == 4
     assert len(accounted) == sum(len(threads) for threads in engine.runs.values())
-    assert threading.get_ident() not in accounted
+    assert len(set(accounted)) == 1
+    io_threads = {threads[0] for threads in engine.runs.values()}
+    assert not set(accounted) & (io_threads | {threading.get_ident()})
+
+
+async def test_a_fault_in_the_books_ends_the_phase_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bookkeeping thread's failure stops every slot and is raised where the phase was
+    # run, instead of leaving a slot waiting for a run that is never accounted.
+    calls: list[int] = []
+    real_account = worker._account
+
+    def faulty(state: PhaseState, slot: Slot, done: Done) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("books broke")
+        real_account(state, slot, done)
+
+    monkeypatch.setattr(worker, "_account", faulty)
+    cfg = make_cfg(
+        [str(tmp_path / "a")], threads=2, block="4k", size=str(240 * 4096), read=True, write=False
+    )
+    ctx = context(cfg, Layout((240 * 4096,), 4096), ThreadsPerSlot())
+    try:
+        with anyio.fail_after(60), pytest.raises(BaseExceptionGroup) as raised:
+            await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert raised.group_contains(RuntimeError, match="books broke", depth=None)
+    assert ctx.stop.is_set()
+    assert len(calls) >= 3
 
 
 class Broken(NullEngine):

@@ -231,3 +231,77 @@ def test_a_stop_before_the_run_wrote_anything_is_stopped_not_an_error(tmp_path: 
         pytest.skip("the run ended before --stop")
     assert doc["status"] == "Stopped" and doc["why"].startswith("stopped by --stop")
     assert sb(state, "--cleanup").returncode == 0
+
+
+def finished_write(tmp_path: Path) -> tuple[Path, Path]:
+    """(state directory, target) of a small write run that finished."""
+    state_dir, target = tmp_path / "state", tmp_path / "t"
+    target.mkdir()
+    assert sb(state_dir, "--write", "-b", "4k", "-s", "64k", str(target)).returncode == 0
+    assert sb(state_dir, "--wait", timeout=120).returncode == 0
+    return state_dir, target
+
+
+def test_a_stop_asked_before_the_background_process_was_ready_is_not_lost(
+    tmp_path: Path,
+) -> None:
+    # --stop came while the background process was still starting (before its handlers,
+    # when a SIGTERM would have killed it and left the run Stale): it only asked in the
+    # state file. Once ready, the process reads that, starts no run and says Stopped.
+    from aiobench.storagebench import state
+
+    statedir, target = finished_write(tmp_path)
+    state.update_state(
+        str(statedir), status=state.RUNNING, stop_requested=True, supervisor_ready=False
+    )
+    (statedir / state.RESULT).unlink()
+    before = made(target)
+    lock = state.take_lock(str(statedir))
+    assert lock is not None
+    try:
+        detached = subprocess.run(
+            [sys.executable, "-m", "aiobench.storagebench.detached", str(statedir), str(lock)],
+            pass_fds=(lock,), capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(lock)
+    assert detached.returncode == 0, detached.stderr
+    doc = json.loads(sb(statedir, "--status", "--json").stdout)
+    assert doc["status"] == "Stopped" and doc["why"] == "stopped by --stop before any result"
+    assert not (statedir / state.RESULT).exists()  # (no run was started)
+    assert made(target) == before
+
+
+def test_stop_signals_the_background_process_only_once_it_is_ready(tmp_path: Path) -> None:
+    # A process that has not said its handlers are set is not sent SIGTERM (it would die
+    # of it); the stop is asked in the state file, which it reads once ready.
+    from aiobench.storagebench import state
+
+    statedir, _ = finished_write(tmp_path)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    lock = state.take_lock(str(statedir))
+    assert lock is not None
+    try:
+        state.update_state(
+            str(statedir),
+            status=state.RUNNING,
+            stop_requested=False,
+            supervisor=state.identity(sleeper.pid),
+            supervisor_ready=False,
+        )
+        stop = subprocess.Popen(
+            [sys.executable, "-m", "aiobench", "storagebench", "--statedir", str(statedir),
+             "--stop"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        wait_for(
+            lambda: (state.read_state(str(statedir)) or {}).get("stop_requested"), "the ask", 60
+        )
+        time.sleep(0.5)  # (a signal sent with the request would have ended it by now)
+        assert sleeper.poll() is None
+    finally:
+        os.close(lock)  # (the run "ends": --stop stops waiting)
+        sleeper.kill()
+        sleeper.wait()
+    _, err = stop.communicate(timeout=120)
+    assert stop.returncode == 0, err

@@ -206,9 +206,11 @@ def _stop(statedir: str, *, json_out: bool, verbose: bool) -> int:
         said = "no run was started" if current is None else f"the last run is {current['status']}"
         print(f"Nothing to stop: {said} (state: {statedir}).")
         return 0
-    state.update_state(statedir, stop_requested=True)
+    # Asked in the state file first; signalled only once the background process said its
+    # handlers are set (before, a SIGTERM would kill it; it reads the request instead).
+    current = state.update_state(statedir, stop_requested=True)
     supervisor: dict[str, Any] = current.get("supervisor") or {}
-    if state.alive(supervisor):
+    if current.get("supervisor_ready") and state.alive(supervisor):
         os.kill(int(supervisor["pid"]), signal.SIGTERM)
     if not _wait_done(statedir, STOP_WAIT_S):
         print(

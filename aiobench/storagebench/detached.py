@@ -57,6 +57,14 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, pass_on)
     signal.signal(signal.SIGINT, pass_on)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    # From here --stop signals this process; a --stop that came before (while Python was
+    # still starting, when its SIGTERM would have killed it) asked in the state file, and
+    # the two updates are serialized there (state.update_state), so one of them sees the
+    # other: a stop is never lost, nor this process killed before it could say so.
+    if state.update_state(statedir, supervisor_ready=True).get("stop_requested"):
+        why = "stopped by --stop before any result"
+        state.update_state(statedir, ended=_now(), status=state.STOPPED, why=why)
+        return 0
     run = subprocess.Popen(
         [sys.executable, "-m", "aiobench", *args], stdin=subprocess.DEVNULL, env=env
     )
@@ -66,14 +74,17 @@ def main(argv: list[str]) -> int:
     state.update_state(statedir, run=state.identity(run.pid))
     code = run.wait()
     ended = ended_as(statedir, code)
-    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    changes: dict[str, Any] = {"ended": now, "exit_code": code, **ended}
+    changes: dict[str, Any] = {"ended": _now(), "exit_code": code, **ended}
     if plan["operation"] == "write" and ended["status"] == state.FINISHED:
         changes["written"] = {
             key: plan[key] for key in ("targets", "threads", "size_bytes", "hosts")
         }
     state.update_state(statedir, **changes)
     return 0
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def ended_as(statedir: str, code: int) -> dict[str, Any]:

@@ -243,6 +243,7 @@ def _spawn(statedir: str, previous: dict[str, Any], plan: dict[str, Any], lock: 
         "status": state.RUNNING,
         "why": None,
         "supervisor": None,
+        "supervisor_ready": False,  # (its signal handlers are set: --stop may signal it)
         "run": None,
         "stop_requested": False,
         "ended": None,

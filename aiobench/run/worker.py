@@ -484,7 +484,7 @@ class _Books:
     def __init__(self, spec: PhaseSpec, state: PhaseState, ends: _Ends) -> None:
         self.spec, self.state, self.ends = spec, state, ends
         self.items: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._keep, name="aiobench-books", daemon=True)
+        self.thread = threading.Thread(target=self._keep, name=BOOKS_THREAD.decode(), daemon=True)
         self.thread.start()
 
     def hand(self, slot: Slot, run: Run, raw: RawBatch) -> None:
@@ -500,23 +500,26 @@ class _Books:
 
     def _keep(self) -> None:
         name_thread(BOOKS_THREAD)
-        state = self.state
         while (item := self.items.get()) is not None:
-            if isinstance(item, _Ended):
-                self.ends.ended(item.local, item.slot, item.failure)
-                continue
-            slot = item.slot
             try:
-                if self.spec.opslog is not None:
-                    self.spec.opslog.record(item.run, item.raw, slot.rank)
-                done, _ = _fold(slot, item.run, item.raw)
-                with state.lock:  # (the interval series and timeline are the watcher's too)
-                    _account(state, slot, done)
-                    slot.busy_since_ns = item.handed_ns
+                if isinstance(item, _Ended):
+                    self.ends.ended(item.local, item.slot, item.failure)
+                else:
+                    self._settle(item)
             except BaseException as exc:  # (a fault here ends the phase, never hangs it)
                 self.ends.fail(exc)
             finally:
-                slot.unsettled.release()
+                if isinstance(item, _Handed):
+                    item.slot.unsettled.release()
+
+    def _settle(self, item: _Handed) -> None:
+        slot, state = item.slot, self.state
+        if self.spec.opslog is not None:
+            self.spec.opslog.record(item.run, item.raw, slot.rank)
+        done, _ = _fold(slot, item.run, item.raw)
+        with state.lock:  # (the interval series and timeline are the watcher's too)
+            _account(state, slot, done)
+            slot.busy_since_ns = item.handed_ns
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,13 @@ import re
 import shlex
 import sys
 import traceback
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
 
 from aiobench import __version__
-from aiobench.check.command import check as check_command
 from aiobench.config import (
     COMMAND_LINE_OPTIONS,
     CONFIGFILE_OPTION,
@@ -36,13 +35,12 @@ from aiobench.kinds import EngineName
 from aiobench.options import Opt, declared, table_options
 from aiobench.render import stdio
 from aiobench.render.stdio import guard_standard_streams
-from aiobench.run import interrupts
-from aiobench.run.coordinator import abort_job, launch_rank
-from aiobench.storagebench.command import storagebench as storagebench_command
+from aiobench.run import gcpause, interrupts
 from aiobench.text import printable
 
-# The rest (numpy, the engines, the renderers) is imported where a command needs it, so
-# that --help and --version start in a fraction of the time (scripts/bench --section cli).
+# The rest (numpy, the engines, the renderers, the subcommands) is imported where a command
+# needs it, so that --help, --version and a run start in a fraction of the time
+# (scripts/bench --section startup; tests/test_startup.py).
 if TYPE_CHECKING:
     from aiobench.engines.base import Engine
     from aiobench.plan.targets import Resolved
@@ -57,13 +55,6 @@ if TYPE_CHECKING:
 GIL_NOTE_MAX_BLOCK = 64 * 1024
 
 app = typer.Typer(add_completion=True, rich_markup_mode=None)
-# Saved-run tools; `aiobench show ...` etc. A PATH spelled like one goes after `--`.
-tools = typer.Typer(
-    add_completion=False,
-    rich_markup_mode=None,
-    help="Work with saved runs (--json files).",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
 SUBCOMMANDS = COMMAND_NAMES  # (in --help's Commands panel)
 # The benchmark command's words as parsed: the command line with its -c/--configfile's
 # options (what --hosts hands to the ranks, which need not have the file).
@@ -212,6 +203,7 @@ def bench(**options: Any) -> int:
         code = prepare(cfg, _ARGS or sys.argv[1:])
         if code is not None:  # (launched, or --dryrun)
             return code
+    from aiobench.run.coordinator import launch_rank
     from aiobench.run.start import check_start, wait_for_start
 
     if launch_rank() is None:  # (a rank the launcher was slow to start just starts)
@@ -259,6 +251,7 @@ def bench(**options: Any) -> int:
     # with no reader is refused on every process.)
     notes = _notes(cfg, resolved, job)
     outputs = job.agreed(lambda: Outputs(cfg, meta, human, notes=notes) if job.lead else None)
+    gcpause.resume()  # start-up is over
     wait_for_start(cfg.start_epoch, sys.stderr if job.lead else None)
     try:
         result = run_benchmark(
@@ -329,6 +322,7 @@ app.command(
 def _on_hosts(cfg: BenchConfig, hosts: str | None, hostsfile: str | None, numhosts: object) -> int:
     """--hosts/--hostsfile: hand the command to the MPI launcher (with --dryrun: say how);
     --numhosts N: to the first N hosts named."""
+    from aiobench.run.coordinator import launch_rank
     from aiobench.run.hosts import first_hosts, hand_over, launch_plan, parse_hosts
 
     names = first_hosts(parse_hosts(hosts, hostsfile), numhosts)
@@ -456,10 +450,8 @@ show.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     return_annotation=int,
 )
 show.__annotations__ = {}  # (typer reads the signature's)
-tools.command("show", cls=_PlainCommand)(show)
 
 
-@tools.command("compare", cls=_PlainCommand)
 def compare(
     run_a: Annotated[str, typer.Argument(metavar="A.json", help="The baseline run.")],
     run_b: Annotated[str, typer.Argument(metavar="B.json", help="The run to compare with it.")],
@@ -484,7 +476,6 @@ def compare(
     return compare_command(run_a, run_b, fail_below, markdown, _print_out)
 
 
-@tools.command("plot", cls=_PlainCommand)
 def plot(
     run: Annotated[str, typer.Argument(metavar="RUN.json", help="A --json result file.")],
     output: Annotated[
@@ -513,8 +504,33 @@ def plot(
     return 0
 
 
-tools.command("check", cls=_PlainCommand)(check_command)
-tools.command("storagebench", cls=_PlainCommand)(storagebench_command)
+@cache
+def saved_run_tools() -> typer.Typer:
+    """The subcommands' app (``aiobench show ...`` etc.; a PATH spelled like one goes after
+    ``--``), built when a command line starts with one of them: the check's and
+    storagebench's modules are not loaded by a run or by ``--help``."""
+    from aiobench.check.command import check as check_command
+    from aiobench.storagebench.command import storagebench as storagebench_command
+
+    tools = typer.Typer(
+        add_completion=False,
+        rich_markup_mode=None,
+        help="Work with saved runs (--json files).",
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    tools.command("show", cls=_PlainCommand)(show)
+    tools.command("compare", cls=_PlainCommand)(compare)
+    tools.command("plot", cls=_PlainCommand)(plot)
+    tools.command("check", cls=_PlainCommand)(check_command)
+    tools.command("storagebench", cls=_PlainCommand)(storagebench_command)
+    return tools
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``aiobench.cli.tools``: :func:`saved_run_tools`, made on first use."""
+    if name == "tools":
+        return saved_run_tools()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -525,6 +541,8 @@ def main(argv: list[str] | None = None) -> None:
         code = _command(sys.argv[1:] if argv is None else argv)
         signum = interrupts.settle()  # a run settles the signal it reported itself
     if signum is not None:
+        from aiobench.run.coordinator import abort_job
+
         print(f"Interrupted by {signum.name} before the benchmark started", file=sys.stderr)
         abort_job(128 + signum)
         code = 128 + signum
@@ -533,7 +551,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def _command(args: list[str]) -> int:
     """Run the command; one-line ``Error: ...`` and exit 2 for usage errors."""
-    command = typer.main.get_command(tools if args and args[0] in SUBCOMMANDS else app)
+    subcommand = bool(args) and args[0] in SUBCOMMANDS
+    command = typer.main.get_command(saved_run_tools() if subcommand else app)
     if not args and _COMPLETE_VAR not in os.environ:  # what to type, not a missing PATH
         ctx = command.make_context("aiobench", [], resilient_parsing=True)
         print(command.get_usage(ctx), file=sys.stderr)
@@ -546,13 +565,17 @@ def _command(args: list[str]) -> int:
     try:
         if args:
             _check_first_word(args[0])
-        if args and args[0] not in SUBCOMMANDS:
+        if subcommand:
+            gcpause.resume()  # (check and storagebench run benchmarks, show reads a run)
+        elif args:
             from aiobench.compat.configfile import expanded
 
             args = expanded(command, args)  # -c/--configfile, --flag=false
             _ARGS[:] = args
         code = command.main(args=args, prog_name="aiobench", standalone_mode=False)
     except AiobenchError as exc:
+        from aiobench.run.coordinator import launch_rank
+
         if launch_rank() in (None, 0):  # under MPI every rank fails alike; one says so
             # printable(): paths and file contents in a message must not act on a terminal
             print(f"Error: {printable(str(exc))}", file=sys.stderr)
@@ -566,6 +589,8 @@ def _command(args: list[str]) -> int:
         print(f"Error: {printable(message)}", file=sys.stderr)
         code = getattr(exc, "exit_code", 2)
     except Exception:  # a bug: its traceback, then (under MPI) the end of every rank
+        from aiobench.run.coordinator import abort_job
+
         traceback.print_exc()
         abort_job(1)
         code = 1
@@ -578,12 +603,12 @@ def _command(args: list[str]) -> int:
 def stdout_failed() -> bool:
     """Whether what went to stdout could not be written (said in one ``Error:`` line): a
     full device or stdout closed at start; not a reader that went away (``| head``)."""
-    from aiobench.render.outfiles import reason
-
     sys.stdout.flush()
     failed = stdio.failure(1)
     if failed is None or failed.errno == errno.EPIPE:
         return False
+    from aiobench.render.outfiles import reason  # (its socket import: only for this line)
+
     print(f"Error: stdout: {reason(failed)}: the output could not be written", file=sys.stderr)
     return True
 

@@ -32,10 +32,11 @@ import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 
-from aiobench.run import interrupts  # noqa: E402
+from aiobench.run import gcpause, interrupts  # noqa: E402
 
 
 def main() -> None:
+    gcpause.pause()  # until the command's real work begins (see aiobench.run.gcpause)
     # aiobench does no linear algebra. Unless told otherwise, importing numpy starts one
     # OpenBLAS thread per core, whose spinning cost ~50 ms of CPU per run here.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -7,6 +7,7 @@ times are in ``scripts/bench --section startup``.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -20,10 +21,12 @@ from typer._coercion import build_runtime_param
 from aiobench import __version__
 from aiobench.cli import app
 from aiobench.errors import ConfigError
+from aiobench.run import gcpause
 
 # Loaded only by the paths that use them: pydantic by typer's own coercion of unusual values,
 # rich by the live line on a terminal, httptools by S3 targets, matplotlib by `plot`, the JSON
-# schema by saved runs, mpi4py under MPI.
+# schema by saved runs, mpi4py under MPI, the subcommands' modules by their command lines,
+# statistics by an -i summary, the custom tree's modules by --treefile, aiohttp never.
 NOT_FOR_A_RUN = (
     "pydantic",
     "rich",
@@ -31,9 +34,13 @@ NOT_FOR_A_RUN = (
     "matplotlib",
     "fastjsonschema",
     "mpi4py",
-    "aiobench.check.run",
-    "aiobench.check.judge",
-    "aiobench.check.render",
+    "aiohttp",
+    "statistics",
+    "aiobench.check",
+    "aiobench.storagebench",
+    "aiobench.plan.tree",
+    "aiobench.plan.treefile",
+    "aiobench.plan.treeresolve",
     "aiobench.engines.s3",
     "aiobench.render.compare",
     "aiobench.render.dryrun",
@@ -45,7 +52,8 @@ NOT_FOR_A_RUN = (
     "aiobench.run.hosts",
     "aiobench.run.mpi",
 )
-# --help needs neither the run nor its numbers.
+# --help needs neither the run nor its numbers (nor the hashing modules of secrets, nor the
+# MPI-aware coordinator, nor the output files' module with its socket).
 NOT_FOR_HELP = (
     *NOT_FOR_A_RUN,
     "numpy",
@@ -53,6 +61,11 @@ NOT_FOR_HELP = (
     "asyncio",
     "anyio",
     "uvloop",
+    "secrets",
+    "hashlib",
+    "socket",
+    "aiobench.run.coordinator",
+    "aiobench.render.outfiles",
     "aiobench.engines.native",
     "aiobench.render.outputs",
     "aiobench.results.model",
@@ -60,9 +73,10 @@ NOT_FOR_HELP = (
 )
 
 # The console entry point, as `aiobench ARGS` runs it; at the very end (after the exit's
-# SystemExit) the names of the modules loaded go to the file named by AIOBENCH_LOADED.
+# SystemExit) the names of the modules loaded go to the file named by AIOBENCH_LOADED, and
+# whether the garbage collector was on to that name + ".gc".
 _PROBE = """
-import os, sys
+import gc, os, sys
 sys.argv[0] = "aiobench"
 try:
     from aiobench.entry import main
@@ -70,11 +84,19 @@ try:
 finally:
     with open(os.environ["AIOBENCH_LOADED"], "w") as out:
         out.write("\\n".join(sorted(sys.modules)))
+    with open(os.environ["AIOBENCH_LOADED"] + ".gc", "w") as out:
+        out.write(str(gc.isenabled()))
 """
 
 
 def loaded(tmp_path: Path, *args: str) -> set[str]:
     """The modules a real ``aiobench ARGS`` process has loaded when it ends (exit code 0)."""
+    return probe(tmp_path, *args)[0]
+
+
+def probe(tmp_path: Path, *args: str) -> tuple[set[str], bool]:
+    """What :func:`loaded` says, and whether the process's garbage collector was on at
+    its end."""
     names = tmp_path / "loaded.txt"
     env = dict(os.environ, AIOBENCH_LOADED=str(names))
     proc = subprocess.run(
@@ -86,7 +108,9 @@ def loaded(tmp_path: Path, *args: str) -> set[str]:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    return set(names.read_text().split())
+    gc_on = (tmp_path / "loaded.txt.gc").read_text()
+    assert gc_on in ("True", "False")
+    return set(names.read_text().split()), gc_on == "True"
 
 
 def among(modules: set[str], packages: tuple[str, ...]) -> list[str]:
@@ -99,6 +123,43 @@ def test_a_plain_run_loads_only_what_it_uses(tmp_path: Path) -> None:
     modules = loaded(tmp_path, "-w", "-r", "-b", "4k", "-s", "4k", target, "--nolive")
     assert {"aiobench.run.runner", "numpy"} <= modules  # (it did run)
     assert among(modules, NOT_FOR_A_RUN) == []
+
+
+def test_the_benchmarks_tiny_run_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """``scripts/bench --section startup``'s run: with --json, and the live line's default."""
+    target, out = str(tmp_path / "f"), str(tmp_path / "run.json")
+    modules = loaded(tmp_path, "-w", "-r", "-b", "4k", "-s", "4k", target, "--json", out)
+    assert {"aiobench.run.runner", "aiobench.render.json"} <= modules  # (it ran, wrote)
+    assert among(modules, tuple(m for m in NOT_FOR_A_RUN if m != "aiobench.render.json")) == []
+
+
+def test_the_collector_is_paused_at_start_and_on_for_the_work(tmp_path: Path) -> None:
+    """--help ends before any work (the collector stays paused, see aiobench.run.gcpause);
+    a run's phases and a subcommand run with it on."""
+    target, out = str(tmp_path / "f"), str(tmp_path / "run.json")
+    assert probe(tmp_path, "--help")[1] is False
+    assert probe(tmp_path, "-w", "-b", "4k", "-s", "4k", target, "--json", out)[1] is True
+    modules, gc_on = probe(tmp_path, "show", out)
+    assert gc_on is True
+    assert "aiobench.cli" in modules  # (the subcommand ran in the CLI)
+
+
+def test_the_pause_is_undone_only_by_resume() -> None:
+    """resume() without a pause (the CLI called in a test's process) changes nothing."""
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    gcpause.resume()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    try:
+        gcpause.pause()
+        assert not gc.isenabled()
+        gcpause.resume()
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+        gcpause.resume()  # (once)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
 
 
 def test_help_loads_neither_the_run_nor_numpy(tmp_path: Path) -> None:

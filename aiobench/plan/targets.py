@@ -20,8 +20,6 @@ from aiobench.config import BenchConfig, validate
 from aiobench.errors import ConfigError
 from aiobench.kinds import MKDIRS, WRITE, PathType
 from aiobench.plan.dirmode import SYMLINK, DirLayout
-from aiobench.plan.tree import all_dirs
-from aiobench.plan.treeresolve import custom_tree
 from aiobench.plan.workload import Layout
 from aiobench.units import MAX_BYTES, format_bytes
 
@@ -270,6 +268,9 @@ def _resolve_tree(cfg: BenchConfig) -> Resolved:
     """Custom tree mode: the tree (read, or scanned and written), its layout, and that the
     dirs it needs are there (or -d makes them), none of them a symlink; read-only but for
     the tree file a scan writes."""
+    from aiobench.plan.tree import all_dirs  # (only this mode loads the tree's modules)
+    from aiobench.plan.treeresolve import custom_tree
+
     layout, notes = custom_tree(cfg)
     path = cfg.paths[0]
     if not os.access(path, os.R_OK | os.X_OK):

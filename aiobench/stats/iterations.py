@@ -10,7 +10,6 @@ blocks are not summarised: they are housekeeping, and run several times per iter
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 
 from aiobench.kinds import DROPCACHE, PHASE_NAMES, SYNC
@@ -35,12 +34,17 @@ class Spread:
     def max(self) -> int:
         return max(self.values)
 
+    # (statistics, with fractions and decimal, is loaded only for a summary: ~3 ms of start)
     @property
     def mean(self) -> float:
+        import statistics
+
         return statistics.fmean(self.values)
 
     @property
     def stddev(self) -> float:
+        import statistics
+
         return statistics.pstdev(self.values)
 
     def floored(self, unit: int = 1) -> tuple[int, int, int, int]:

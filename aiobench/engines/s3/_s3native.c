@@ -1,5 +1,6 @@
-/* The S3 engine's native request loop: a run of small-object requests (PUT or GET) of one
- * benchmark thread, up to one per connection in flight, with the GIL released.
+/* The S3 engine's native request loop: a run of requests (PUTs of whole objects or of a
+ * multipart upload's parts, or GETs) of one benchmark thread, up to one per connection in
+ * flight, with the GIL released.
  *
  * Python makes and keeps the keep-alive connections (their fds are handed over), signs
  * every request head before the call, and words the errors; this loop sends each head
@@ -10,7 +11,7 @@
  * connection (no pipelining).
  *
  * run(fds, heads, bodies, into, area, want, times, status, done, alive, first, until_ns,
- *     deadline_ns, stop, timeout_ns, min_progress) -> (issued, err)
+ *     deadline_ns, stop, timeout_ns, min_progress[, etags]) -> (issued, err)
  *
  *   fds      connections (a sequence of int); alive[c] (uint8, in and out) 1 while
  *            connection c may be used: this loop clears it for one that broke, was cut
@@ -24,7 +25,11 @@
  *            (those in flight finish); deadline_ns (0: none): those in flight then are
  *            cut off, not counted;
  *   timeout_ns, min_progress: a request must end or move min_progress bytes (sent and
- *            received) every timeout_ns.
+ *            received) every timeout_ns;
+ *   etags    (PUTs of parts) a writable buffer of ETAG_MAX bytes per request: each answer's
+ *            ETag value there, NUL-terminated, as the Python path reads it (trimmed,
+ *            repeated ones joined by ", "); an answer without one fails (KIND_ETAG), one
+ *            whose value does not fit is handed back.
  *
  * Returns how many requests were started (from first) and None, or the first failure
  * as (kind, index, a, b, data): see the KIND_ constants.
@@ -55,6 +60,12 @@
 #define KIND_HANDBACK 5
 /* An answer that is not HTTP/1.x: data = what is wrong. */
 #define KIND_MALFORMED 6
+/* A part's 200 answer without an ETag (its completion needs one): a = status. */
+#define KIND_ETAG 7
+
+/* A part's ETag slot: the value and its NUL (S3's are 34 bytes, a quoted MD5 and a part
+ * count at most; a longer one is handed back to the Python path). */
+#define ETAG_MAX 256
 
 /* Response head plus an error body's first bytes (the Python path reads up to this). */
 #define ERROR_BODY_MAX (64 * 1024)
@@ -92,6 +103,9 @@ typedef struct {
     int64_t seen;      /* bytes moved at its start */
     int64_t moved;     /* bytes sent and received */
     int64_t first_byte;
+    size_t etag_len;   /* bytes in the request's ETag slot */
+    int etag_seen;     /* ETag headers seen */
+    int etag_over;     /* ... more than its slot holds */
     char reason[128];
 } Conn;
 
@@ -118,6 +132,7 @@ typedef struct {
     int64_t *status;
     uint8_t *done;
     uint8_t *alive;
+    char *etags; /* ETAG_MAX bytes per request, or NULL: no ETags asked for */
     Failure fail;
     Py_ssize_t handback;
     int stopping;
@@ -225,6 +240,10 @@ static void start(Loop *L, int c, Py_ssize_t i, int64_t now)
     conn->since = now;
     conn->seen = conn->moved = 0;
     conn->first_byte = 0;
+    conn->etag_len = 0;
+    conn->etag_seen = conn->etag_over = 0;
+    if (L->etags != NULL)
+        L->etags[i * ETAG_MAX] = 0;
     conn->reason[0] = 0;
     L->times[3 * i] = now;
     int err = push(L, c);
@@ -261,6 +280,17 @@ static void complete(Loop *L, int c)
         set_fail(L, KIND_LENGTH, i, conn->clen, conn->status, NULL, 0);
         return;
     }
+    if (L->etags != NULL && conn->etag_over) {
+        /* (the connection is still good: the answer was read whole) */
+        if (L->handback < 0 || i < L->handback)
+            L->handback = i;
+        L->stopping = 1;
+        return;
+    }
+    if (L->etags != NULL && conn->etag_len == 0) {
+        set_fail(L, KIND_ETAG, i, conn->status, 0, NULL, 0);
+        return;
+    }
     L->times[3 * i + 1] = end;
     L->times[3 * i + 2] = (conn->first_byte ? conn->first_byte : end) - L->times[3 * i];
     L->status[i] = conn->status;
@@ -282,6 +312,34 @@ static int contains_ci(const char *s, size_t len, const char *word)
         if (strncasecmp(s + k, word, n) == 0)
             return 1;
     return 0;
+}
+
+/* What Python's str.strip() takes off a latin-1 text (the Python path strips headers so). */
+static int py_space(unsigned char ch)
+{
+    return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f) || ch == 0x85 ||
+           ch == 0xa0;
+}
+
+/* An ETag header's value (v .. e) into the request's slot: trimmed, after ", " where one
+ * came before. */
+static void add_etag(Loop *L, Conn *conn, const char *v, const char *e)
+{
+    while (v < e && py_space((unsigned char)*v))
+        v++;
+    while (e > v && py_space((unsigned char)e[-1]))
+        e--;
+    size_t len = (size_t)(e - v);
+    size_t sep = conn->etag_seen++ ? 2 : 0;
+    if (conn->etag_over || conn->etag_len + sep + len >= ETAG_MAX) {
+        conn->etag_over = 1;
+        return;
+    }
+    char *slot = L->etags + conn->req * ETAG_MAX;
+    memcpy(slot + conn->etag_len, ", ", sep);
+    memcpy(slot + conn->etag_len + sep, v, len);
+    conn->etag_len += sep + len;
+    slot[conn->etag_len] = 0;
 }
 
 /* The head is whole in scratch[0 .. end) (end after the blank line): parse it, and set up
@@ -338,6 +396,8 @@ static int parse_head(Loop *L, int c, size_t end)
             chunked = 1;
         } else if (find_ci(p, len, "connection") && contains_ci(p + 11, len - 11, "close")) {
             conn->close_after = 1;
+        } else if (L->etags != NULL && find_ci(p, len, "etag")) {
+            add_etag(L, conn, p + 5, p + len);
         }
         p += len + 2;
     }
@@ -545,13 +605,14 @@ static int int64_buffer(Py_buffer *b, Py_ssize_t count, const char *what)
 
 static PyObject *run(PyObject *self, PyObject *args)
 {
-    PyObject *fds_obj, *heads, *bodies, *into_obj;
+    PyObject *fds_obj, *heads, *bodies, *into_obj, *etags_obj = Py_None;
     Py_ssize_t area, first;
     long long want, until_ns, deadline_ns, timeout_ns, min_progress;
     Py_buffer times, status, done, alive, stop;
-    if (!PyArg_ParseTuple(args, "OO!OOnLw*w*w*w*nLLy*LL", &fds_obj, &PyList_Type, &heads,
+    if (!PyArg_ParseTuple(args, "OO!OOnLw*w*w*w*nLLy*LL|O", &fds_obj, &PyList_Type, &heads,
                           &bodies, &into_obj, &area, &want, &times, &status, &done, &alive,
-                          &first, &until_ns, &deadline_ns, &stop, &timeout_ns, &min_progress))
+                          &first, &until_ns, &deadline_ns, &stop, &timeout_ns, &min_progress,
+                          &etags_obj))
         return NULL;
     PyObject *result = NULL;
     Loop L;
@@ -559,6 +620,7 @@ static PyObject *run(PyObject *self, PyObject *args)
     L.ep = -1;
     L.handback = -1;
     Py_buffer into = {0};
+    Py_buffer etags = {0};
     Py_buffer *body_bufs = NULL;
     Py_ssize_t nbodies = 0;
     Py_ssize_t n = PyList_GET_SIZE(heads);
@@ -635,6 +697,19 @@ static PyObject *run(PyObject *self, PyObject *args)
         L.area = area;
         L.want = want;
     }
+    if (etags_obj != Py_None) {
+        if (bodies == Py_None) {
+            PyErr_SetString(PyExc_ValueError, "ETags come with PUTs");
+            goto out;
+        }
+        if (PyObject_GetBuffer(etags_obj, &etags, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS))
+            goto out;
+        if (etags.len < n * ETAG_MAX) {
+            PyErr_SetString(PyExc_ValueError, "etags is too small");
+            goto out;
+        }
+        L.etags = etags.buf;
+    }
     L.times = times.buf;
     L.status = status.buf;
     L.done = done.buf;
@@ -691,6 +766,8 @@ out:
     free(body_bufs);
     if (into.obj != NULL)
         PyBuffer_Release(&into);
+    if (etags.obj != NULL)
+        PyBuffer_Release(&etags);
     Py_XDECREF(fds);
     PyBuffer_Release(&times);
     PyBuffer_Release(&status);
@@ -715,5 +792,10 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__s3native(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ETAG_MAX", ETAG_MAX) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

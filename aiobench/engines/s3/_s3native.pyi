@@ -5,6 +5,8 @@ from typing import Any
 
 from numpy import ndarray
 
+ETAG_MAX: int
+
 def run(
     fds: Sequence[int],
     heads: list[bytes],
@@ -22,5 +24,6 @@ def run(
     stop: ndarray[Any, Any],
     timeout_ns: int,
     min_progress: int,
+    etags: Any = None,
     /,
 ) -> tuple[int, tuple[int, int, int, int, bytes] | None]: ...

@@ -461,13 +461,28 @@ class S3Client:
         sent["Content-Length"] = str(body.nbytes)
         return self._head("PUT", bucket, key, sent, body)
 
+    def part_head(
+        self, bucket: str, key: str, upload_id: str, part_number: int, body: memoryview
+    ) -> bytes:
+        """The signed head of :meth:`upload_part`'s request."""
+        query = canonical_query([("partNumber", str(part_number)), ("uploadId", upload_id)])
+        sent = {**self.policy.object, **self.policy.checksum_headers(body)}
+        sent["Content-Length"] = str(body.nbytes)
+        return self._head("PUT", bucket, key, sent, body, query)
+
     def get_head(self, bucket: str, key: str, offset: int, length: int) -> bytes:
         """The signed head of :meth:`get_range`'s request for ``length`` bytes."""
         headers = {"Range": f"bytes={offset}-{offset + length - 1}", **self.policy.object}
         return self._head("GET", bucket, key, headers, None)
 
     def _head(
-        self, method: str, bucket: str, key: str, headers: dict[str, str], body: memoryview | None
+        self,
+        method: str,
+        bucket: str,
+        key: str,
+        headers: dict[str, str],
+        body: memoryview | None,
+        query: str = "",
     ) -> bytes:
         """A signed head, off the event loop (no pool is made: the caller has connections)."""
         address = self._addresses.get(bucket)
@@ -477,9 +492,10 @@ class S3Client:
             )
         path = address.object_path(encode_path(key))
         payload = self.policy.payload_hash(body, self._tls)
-        self._signer.sign_s3(method, path, "", address.host, headers, self._when(), payload)
+        self._signer.sign_s3(method, path, query, address.host, headers, self._when(), payload)
+        target = f"{path}?{query}" if query else path
         lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
-        return f"{method} {path} HTTP/1.1\r\n{lines}\r\n".encode()
+        return f"{method} {target} HTTP/1.1\r\n{lines}\r\n".encode()
 
     def failure(
         self, bucket: str, key: str, offset: int | None, status: int, body: bytes, reason: str

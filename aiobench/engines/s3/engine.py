@@ -46,7 +46,15 @@ from aiobench.engines.s3.layout import (
 from aiobench.engines.s3.metadata import MetaSettings, bucket_request, object_request, settings
 from aiobench.engines.s3.mixed import DELETE, GET, PUT, Mix, parse_mix
 from aiobench.engines.s3.mixed import STAT as STAT_OP
-from aiobench.engines.s3.native import Connections, Route, applies, native_entries, route_of
+from aiobench.engines.s3.native import (
+    Connections,
+    Route,
+    applies,
+    native_entries,
+    native_parts,
+    route_of,
+    window_body,
+)
 from aiobench.engines.s3.requestlog import RequestLog, check_prefix
 from aiobench.engines.s3.uploads import UploadSettings, upload_settings
 from aiobench.engines.verify import check, pattern
@@ -209,12 +217,7 @@ def _block(job: Job, offset: int, length: int) -> memoryview:
     if salt is not None:
         return memoryview(pattern(offset, length, salt))
     assert job.buf is not None
-    block = job.buf.block_size
-    if length > block:  # (--s3mpusizevar's last part: windows one after the other)
-        windows = [job.buf.next_block(min(block, length - at)) for at in range(0, length, block)]
-        return memoryview(b"".join(view for parts in windows for view in parts))
-    parts = job.buf.next_block(length)
-    return parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
+    return window_body(job.buf, length)  # (--s3mpusizevar's last part: several windows)
 
 
 class S3Engine:
@@ -349,7 +352,11 @@ class S3Engine:
                 elif targets.native is not None and applies(
                     targets.route, released.kind, released.options
                 ):
-                    await native_entries(requests, targets.native, _names(run, targets))
+                    if targets.route.parts:  # (multipart uploads: their parts natively)
+                        requests.native = targets.native
+                        await requests.entries(targets, stopped)
+                    else:
+                        await native_entries(requests, targets.native, _names(run, targets))
                 else:
                     await requests.entries(targets, stopped)
         except BenchIOError as exc:  # a request failed, or --verify found a wrong byte
@@ -436,6 +443,8 @@ class _Requests:
         self.uploads = UploadSettings()
         self.op_kinds: dict[str, OpKindTally] = {}  # MIXED: S3Targets.op_kinds
         self._rng: random.Random | None = None  # --s3mpusizevar's part sizes (made once used)
+        # The native route's connections, where it makes multipart uploads' parts
+        self.native: Connections | None = None
         self.record = ListRecord()
         self.first_bytes: list[int] = []
         rate = job.options.rate_bytes_per_s
@@ -780,10 +789,14 @@ class _Requests:
         try:
             if self._rng is None:  # (seeding costs a getrandom call: not for every run)
                 self._rng = random.Random()
-            parts = enumerate(uploads.part_sizes(size, block, self._rng), 1)
-            etags = await self._in_flight(
-                [functools.partial(part, n, offset, length) for n, (offset, length) in parts]
-            )
+            sizes = uploads.part_sizes(size, block, self._rng)
+            if self.native is not None:  # (the native route: engines.s3.native)
+                etags = await native_parts(self, self.native, bucket, key, upload, sizes)
+            else:
+                parts = enumerate(sizes, 1)
+                etags = await self._in_flight(
+                    [functools.partial(part, n, offset, length) for n, (offset, length) in parts]
+                )
             if uploads.complete:
                 await client.complete_multipart_upload(
                     bucket, key, upload, etags, missing_ok=uploads.ignore_404

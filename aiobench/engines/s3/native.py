@@ -1,12 +1,22 @@
-"""The S3 engine's native route: a benchmark thread's small-object requests made by one C
-call (``_s3native.c`` beside this module) with the GIL released, in an executor thread.
+"""The S3 engine's native route: a benchmark thread's object requests made by one C call
+(``_s3native.c`` beside this module) with the GIL released, in an executor thread.
 
 Where it applies (:func:`route_of` at open, :func:`applies` per phase): PUTs of whole
-objects (``-s`` <= ``-b``), GETs of whole objects or of ``--rand``'s single blocks, over
-plain http with path-style addressing to one endpoint, without --s3log, --s3chksumalgo,
---s3ignoreerrors, --verify, --opslog, --s3mix or a rate limit, with --s3maxconns (if given)
-at least -t x --iodepth; the extension built. Everything else (and every phase
-when the extension is absent) stays on the event loop's Python path, the reference.
+objects (``-s`` <= ``-b``), the part uploads of larger objects' multipart uploads, GETs of
+whole objects or of ``--rand``'s single blocks, over plain http with path-style addressing
+to one endpoint, without --s3log, --s3chksumalgo, --s3ignoreerrors, --verify, --opslog,
+--s3mix or a rate limit, with --s3maxconns (if given) at least -t x --iodepth; the
+extension built. Everything else (and every phase when the extension is absent) stays on
+the event loop's Python path, the reference: among them a multipart upload's initiation,
+completion and abort, and the ranged GETs of objects larger than ``-b``.
+
+A multipart upload (:func:`native_parts`) is the Python path's in every other respect
+(engine ``_multipart``): initiated on the event loop, its parts (of --s3mpusizevar's
+sizes) then made by C calls, up to --iodepth at once, as many per call as the slot's
+write windows hold (each part's body is its window, which must stay as stamped until
+sent); the C loop hands back each part's ETag, and the completion (or none, with
+--s3nompucompl; a 404 taken as done with --s3multiignore404) goes on the event loop
+again. Each part is an I/O operation, timed in C, and the object the entry, as there.
 
 A thread then has one slot with ``--iodepth`` requests in flight, one per keep-alive
 connection of its own (plain sockets, made here and kept in :class:`Connections` from run
@@ -45,8 +55,11 @@ from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.stats.client import LOOP_HELPER_PREFIX
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from aiobench.config import BenchConfig
     from aiobench.engines.base import ListRecord
+    from aiobench.engines.buffers import SlotBuffer
     from aiobench.engines.s3.client import S3Client
     from aiobench.engines.s3.layout import S3Access
     from aiobench.engines.s3.metadata import MetaSettings
@@ -58,7 +71,7 @@ except ImportError:  # (optional: not built, or not loadable here)
     _s3native = None  # type: ignore[assignment]
 
 # The C loop's failures (see _s3native.c)
-_STATUS, _BROKEN, _STALLED, _LENGTH, _HANDBACK, _MALFORMED = 1, 2, 3, 4, 5, 6
+_STATUS, _BROKEN, _STALLED, _LENGTH, _HANDBACK, _MALFORMED, _ETAG = 1, 2, 3, 4, 5, 6, 7
 # Requests signed per C call: their dates lag the send by this many requests' time.
 CHUNK = 256
 # PUT bodies of a chunk beyond the slot's write windows are copied to a staging buffer of
@@ -66,6 +79,10 @@ CHUNK = 256
 _STAGING_BYTES = 4 << 20
 # Calls in a row that start no request (connections that close at once) before giving up.
 _MAX_IDLE_CALLS = 3
+# A multipart upload's parts: all of them are made, whatever the run's budget or a stop say
+# (those are looked at between objects, as on the Python path): no end, no stop flag.
+_NEVER_NS = 1 << 62
+_NO_STOP = np.zeros(1, dtype=np.uint8)
 
 
 class _Requests(Protocol):
@@ -99,6 +116,7 @@ class Route:
     threads: int = 1
     whole: bool = False  # objects of one block at most: a PUT each, a GET each
     rand: bool = False  # --rand: a GET of one block each
+    parts: bool = False  # objects larger than a block: their uploads' parts (WRITE)
 
 
 def route_of(cfg: BenchConfig, access: S3Access, *, in_parts: bool) -> Route:
@@ -106,7 +124,6 @@ def route_of(cfg: BenchConfig, access: S3Access, *, in_parts: bool) -> Route:
     endpoints = access.endpoints
     enabled = (
         available()
-        and not in_parts
         and len(endpoints) == 1
         and endpoints[0].scheme == "http"
         and not access.virtual_host
@@ -127,6 +144,7 @@ def route_of(cfg: BenchConfig, access: S3Access, *, in_parts: bool) -> Route:
         threads=cfg.threads,
         whole=0 < cfg.size_bytes <= cfg.block_size,
         rand=cfg.rand,
+        parts=in_parts,
     )
 
 
@@ -134,7 +152,10 @@ def applies(route: Route, kind: PhaseKind, options: IoOptions) -> bool:
     """Whether a phase of ``kind`` takes the native route."""
     return (
         route.enabled
-        and ((kind == READ and (route.whole or route.rand)) or (kind == WRITE and route.whole))
+        and (
+            (kind == READ and (route.whole or route.rand))
+            or (kind == WRITE and (route.whole or route.parts))
+        )
         and options.verify is None
         and not options.rate_bytes_per_s
     )
@@ -228,6 +249,177 @@ async def native_entries(
             return
 
 
+def window_body(buf: SlotBuffer, length: int) -> memoryview:
+    """An upload's body of ``length`` bytes from the slot's next write window (windows one
+    after the other, copied into one, where it is longer than a block: --s3mpusizevar's
+    last part)."""
+    block = buf.block_size
+    if length > block:
+        windows = [buf.next_block(min(block, length - at)) for at in range(0, length, block)]
+        return memoryview(b"".join(view for parts in windows for view in parts))
+    parts = buf.next_block(length)
+    return parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
+
+
+@dataclass(slots=True)
+class _PartsOutcome:
+    """Where a C call over a multipart upload's parts ended: a part to make on the Python
+    path (a hand-back), a failure, cut off by the time limit, or its parts all done."""
+
+    handback: int | None = None
+    error: S3Error | None = None
+    cut: bool = False
+
+
+async def native_parts(
+    requests: _Requests,
+    conns: Connections,
+    bucket: str,
+    key: str,
+    upload_id: str,
+    parts: Sequence[tuple[int, int]],
+) -> list[str]:
+    """The parts ((offset, length) each, numbered from 1) of upload ``upload_id`` on the
+    native route; their ETags, in part order. A part handed back is made on the Python
+    path here; one that failed raises as there. Cut off at the time limit, this waits for
+    the phase's cancellation (which comes at the same instant), as the Python path's parts
+    are cancelled, so that the caller aborts the upload the same way."""
+    loop = asyncio.get_running_loop()
+    executor = conns.executor()
+    etags = [""] * len(parts)
+    todo = list(range(len(parts)))
+    while todo:
+        # (shielded: the C call ends at the time limit itself; its records are the run's)
+        with anyio.CancelScope(shield=True):
+            outcome = await loop.run_in_executor(
+                executor, _upload_parts, requests, conns, bucket, key, upload_id, parts, todo, etags
+            )
+        if outcome.error is not None:
+            raise outcome.error
+        if outcome.cut:
+            await anyio.sleep_forever()  # (phase_cap's cancellation, due now)
+        if outcome.handback is not None:
+            j = outcome.handback
+            buf = requests.job.buf
+            assert buf is not None
+            body = window_body(buf, parts[j][1])
+            record = requests.record
+            start = perf_counter_ns()
+            etags[j] = await requests.client.upload_part(bucket, key, upload_id, j + 1, body)
+            record.io_starts.append(start)
+            record.io_ends.append(perf_counter_ns())
+        todo = [j for j in todo if not etags[j]]
+    return etags
+
+
+def _upload_parts(
+    requests: _Requests,
+    conns: Connections,
+    bucket: str,
+    key: str,
+    upload_id: str,
+    parts: Sequence[tuple[int, int]],
+    todo: list[int],
+    etags: list[str],
+) -> _PartsOutcome:
+    """In an executor thread: the next of the ``todo`` parts, as many as the slot's write
+    windows hold, signed and made by the C loop; each one done an I/O operation, its ETag
+    put in ``etags``."""
+    job, client = requests.job, requests.client
+    buf = job.buf
+    assert buf is not None
+    chunk: list[int] = []
+    windows = 0
+    for j in todo:
+        need = max(-(-parts[j][1] // buf.block_size), 1)
+        if chunk and windows + need > len(buf.windows):
+            break
+        chunk.append(j)
+        windows += need
+    heads: list[bytes] = []
+    bodies: list[memoryview] = []
+    for j in chunk:
+        body = window_body(buf, parts[j][1])
+        heads.append(client.part_head(bucket, key, upload_id, j + 1, body))
+        bodies.append(body)
+    n = len(chunk)
+    times = np.zeros(3 * n, dtype=np.int64)
+    status = np.zeros(n, dtype=np.int64)
+    done = np.zeros(n, dtype=np.uint8)
+    slot = _s3native.ETAG_MAX
+    found = bytearray(n * slot)
+    rank_conns = conns.of_rank(requests.run.rank, job.depth)
+    record = requests.record
+    timeout_s = conns.route.timeout_s
+    at = 0
+    idle_calls = 0
+    while at < n:
+        error = _connect(conns, rank_conns, client, bucket, key, None, "UploadPart")
+        if error is not None:
+            return _PartsOutcome(error=error)
+        fds, alive = _fds(rank_conns)
+        issued, failure = _s3native.run(
+            fds, heads, bodies, None, 0, 0, times, status, done, alive, at, _NEVER_NS,
+            job.deadline_ns, _NO_STOP, int(timeout_s * 1e9), MIN_PROGRESS_BYTES, found,
+        )  # fmt: skip
+        _close_dropped(rank_conns, alive)
+        for i in range(at, at + issued):
+            if done[i]:
+                record.io_starts.append(int(times[3 * i]))
+                record.io_ends.append(int(times[3 * i + 1]))
+                etag = found[i * slot : (i + 1) * slot].partition(b"\0")[0]
+                etags[chunk[i]] = etag.decode("latin-1")
+        if failure is not None:
+            index = chunk[failure[1]]
+            if failure[0] == _HANDBACK:
+                return _PartsOutcome(handback=index)
+            return _PartsOutcome(
+                error=_part_failure(client, failure, bucket, key, index + 1, timeout_s)
+            )
+        if not done[at : at + issued].all() or (
+            at + issued < n and job.deadline_ns and perf_counter_ns() >= job.deadline_ns
+        ):
+            return _PartsOutcome(cut=True)  # (the time limit: the rest is not made)
+        at += issued
+        # (else connections closed: new ones, and the chunk goes on)
+        idle_calls = idle_calls + 1 if not issued else 0
+        if idle_calls >= _MAX_IDLE_CALLS:
+            reason = "the server closed the connection without an answer"
+            return _PartsOutcome(
+                error=client.broken(errno_mod.ECONNRESET, reason, bucket, key, None)
+            )
+    return _PartsOutcome()
+
+
+def _part_failure(
+    client: S3Client,
+    failure: tuple[int, int, int, int, bytes],
+    bucket: str,
+    key: str,
+    number: int,
+    timeout_s: float,
+) -> S3Error:
+    """The C loop's failure of part ``number`` worded as the Python path's (UploadPart)."""
+    if failure[0] == _ETAG:
+        return client.failure(bucket, key, None, 200, b"", f"no ETag for part {number}")
+    return _worded(client, failure, bucket, key, None, "UploadPart", timeout_s)
+
+
+def _fds(rank_conns: list[socket.socket | None]) -> tuple[list[int], npt.NDArray[Any]]:
+    """The C loop's connections: their fds, and which are there."""
+    alive = np.array([s is not None for s in rank_conns], dtype=np.uint8)
+    return [s.fileno() if s is not None else -1 for s in rank_conns], alive
+
+
+def _close_dropped(rank_conns: list[socket.socket | None], alive: npt.NDArray[Any]) -> None:
+    """Connections the C loop gave up closed (new ones are made before the next call)."""
+    for c, ok in enumerate(alive):
+        sock = rank_conns[c]
+        if not ok and sock is not None:
+            sock.close()
+            rank_conns[c] = None
+
+
 def _part(
     requests: _Requests, conns: Connections, names: Callable[[int], tuple[str, str]], k: int
 ) -> _Outcome:
@@ -315,8 +507,7 @@ class _Chunk:
                 offset = run.offsets[j] if run.offsets is not None else 0
                 self.heads.append(client.get_head(bucket, key, int(offset), self.want))
                 continue
-            parts = buf.next_block(size)
-            body = parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
+            body = window_body(buf, size)
             if staging is not None:
                 slot = staging[(j - k) * size : (j - k + 1) * size]
                 slot[:] = body
@@ -335,8 +526,7 @@ class _Chunk:
         requests = self.requests
         job = requests.job
         rank_conns = conns.of_rank(requests.run.rank, job.depth)
-        alive = np.array([s is not None for s in rank_conns], dtype=np.uint8)
-        fds = [s.fileno() if s is not None else -1 for s in rank_conns]
+        fds, alive = _fds(rank_conns)
         result = _s3native.run(
             fds,
             self.heads,
@@ -355,11 +545,7 @@ class _Chunk:
             int(conns.route.timeout_s * 1e9),
             MIN_PROGRESS_BYTES,
         )
-        for c, ok in enumerate(alive):
-            sock = rank_conns[c]
-            if not ok and sock is not None:
-                sock.close()
-                rank_conns[c] = None
+        _close_dropped(rank_conns, alive)
         return result
 
     def record(self, at: int, count: int) -> None:
@@ -403,9 +589,11 @@ def _connect(
     bucket: str,
     key: str,
     offset: int | None,
+    operation: str = "",
 ) -> S3Error | None:
     """Connections made where there are none (the Python path's errors when that fails,
-    for the request about to go: ``bucket``/``key``)."""
+    for the request about to go: ``bucket``/``key``, ``operation`` in S3's API: by default
+    PutObject, or GetObject where there is an ``offset``)."""
     for c, sock in enumerate(rank_conns):
         if sock is not None:
             continue
@@ -413,7 +601,7 @@ def _connect(
             rank_conns[c] = conns.connect()
         except TimeoutError:
             stall = Stalled(conns.route.timeout_s, 0, True)
-            operation = "PutObject" if offset is None else "GetObject"
+            operation = operation or ("PutObject" if offset is None else "GetObject")
             return client.stalled(operation, stall, bucket, key, offset)
         except OSError as exc:
             err = 0 if isinstance(exc, socket.gaierror) else exc.errno or 0
@@ -450,7 +638,7 @@ def _failure(
     timeout_s: float,
 ) -> S3Error:
     """The C loop's failure of request ``k + index`` worded as the Python path's."""
-    kind, index, a, b, data = failure
+    kind, index, a, b, _ = failure
     client: S3Client = requests.client
     j = k + index
     bucket, key = names(j)
@@ -458,19 +646,6 @@ def _failure(
     offset = int(run.offsets[j]) if run.offsets is not None else 0
     get = requests.job.kind == READ
     where = offset if get else None
-    if kind == _STATUS:
-        reason, _, body = data.partition(b"\n")
-        return client.failure(bucket, key, where, a, body, reason.decode("latin-1").strip())
-    if kind == _BROKEN:
-        if b < 0:
-            text = "the server closed the connection without an answer"
-        else:
-            text = f"the connection broke in the response body after {b} bytes"
-        return client.broken(a or errno_mod.ECONNRESET, text, bucket, key, where)
-    if kind == _STALLED:
-        operation = "GetObject" if get else "PutObject"
-        stall = Stalled(timeout_s, a, bool(b))
-        return client.stalled(operation, stall, bucket, key, where)
     if kind == _LENGTH:
         if a > want:
             return client.failure(bucket, key, where, b, b"", "more bytes than the range")
@@ -481,4 +656,33 @@ def _failure(
             offset=offset + a,
             reason=f"the object ended after {offset + a} bytes, {run.size} expected (-s)",
         )
+    operation = "GetObject" if get else "PutObject"
+    return _worded(client, failure, bucket, key, where, operation, timeout_s)
+
+
+def _worded(
+    client: S3Client,
+    failure: tuple[int, int, int, int, bytes],
+    bucket: str,
+    key: str,
+    where: int | None,
+    operation: str,
+    timeout_s: float,
+) -> S3Error:
+    """A failure the C loop had with request ``operation`` on ``bucket``/``key`` (at offset
+    ``where``, a GET's) as the Python path words it: a status, a broken connection, a
+    stall or a malformed answer."""
+    kind, _, a, b, data = failure
+    if kind == _STATUS:
+        reason, _, body = data.partition(b"\n")
+        return client.failure(bucket, key, where, a, body, reason.decode("latin-1").strip())
+    if kind == _BROKEN:
+        if b < 0:
+            text = "the server closed the connection without an answer"
+        else:
+            text = f"the connection broke in the response body after {b} bytes"
+        return client.broken(a or errno_mod.ECONNRESET, text, bucket, key, where)
+    if kind == _STALLED:
+        stall = Stalled(timeout_s, a, bool(b))
+        return client.stalled(operation, stall, bucket, key, where)
     return client.broken(0, data.decode("latin-1"), bucket, key, where)

@@ -505,3 +505,19 @@ def test_parts_cut_off_at_the_time_limit_abort_the_upload(tmp_path: Path) -> Non
         assert (code, errors, native) == (0, [], 0 if python_path else 1)
         assert seen == ["initiate", "PUT", "abort"]
         assert counts(doc)["WRITE"][:2] == (0, 0)
+
+
+def test_parts_get_a_send_buffer_only_where_it_is_larger_than_autotuning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def sysctls(granted: int, tuned: int) -> None:
+        values = {"wmem_max": [granted], "tcp_wmem": [4096, 16384, tuned]}
+        monkeypatch.setattr(native, "_sysctl", lambda path: values[path.rpartition("/")[2]])
+
+    sysctls(4 << 20, 4 << 20)  # (the kernel doubles what it grants: 8 MiB)
+    assert native.send_buffer(8 << 20) == 4 << 20
+    assert native.send_buffer(1 << 20) == 0  # (2 MiB: autotuning goes further)
+    sysctls(212992, 4 << 20)  # (a usual wmem_max: less than autotuning reaches)
+    assert native.send_buffer(8 << 20) == 0
+    monkeypatch.setattr(native, "_sysctl", lambda path: [])  # (no /proc)
+    assert native.send_buffer(8 << 20) == 0

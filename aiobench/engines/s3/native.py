@@ -17,6 +17,8 @@ write windows hold (each part's body is its window, which must stay as stamped u
 sent); the C loop hands back each part's ETag, and the completion (or none, with
 --s3nompucompl; a 404 taken as done with --s3multiignore404) goes on the event loop
 again. Each part is an I/O operation, timed in C, and the object the entry, as there.
+The connections of such a run get a send buffer of a part where the kernel allows one
+larger than TCP's autotuning reaches (:func:`send_buffer`).
 
 A thread then has one slot with ``--iodepth`` requests in flight, one per keep-alive
 connection of its own (plain sockets, made here and kept in :class:`Connections` from run

@@ -3,8 +3,10 @@
 Each slot runs its whole phase in one executor thread (:func:`_slot_loop`): it takes a
 run of operations from its thread's stream, hands it to the engine, which ends it after
 ``TARGET_BATCH_NS`` (or at the time limit; the slot keeps what is left for its next run),
-and hands the results to the phase's books (:class:`_Books`, a thread of their own), which
-fold and account them while the slot's next run does its I/O. The event loop only starts
+and hands the results to the phase's books: with a core to spare (fewer slots than cores)
+a thread of their own (:class:`_Books`), which folds and accounts them while the slot's
+next run does its I/O; else the slot itself, before its next run (:class:`_InlineBooks`),
+while the other slots' I/O keeps the cores busy. The event loop only starts
 the phase, watches its intervals and learns when the last slot has ended. Operations are
 timed one by one by the engine. An engine that runs on the event loop (S3) runs its runs
 there instead, in one task per slot, with budgets of ``LOOP_BATCH_NS``.
@@ -37,6 +39,7 @@ from aiobench.plan.layout import Run, Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import OpRun
 from aiobench.run.affinity import BOOKS_THREAD, Binding, name_thread
+from aiobench.stats.client import cores_allowed
 from aiobench.stats.intervals import IntervalSeries
 from aiobench.stats.recorders import Int64Array, LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
@@ -415,7 +418,7 @@ def _slot_loop(
     siblings: int,
     first: StartGate | None,
     take_lock: threading.Lock,
-    books: _Books,
+    books: _InlineBooks,
 ) -> None:
     """A slot's whole phase, in one executor thread: run after run, each handed to the
     phase's books to fold and account while the slot goes on with its next run. The event
@@ -470,7 +473,26 @@ def _carry(spec: PhaseSpec, slot: Slot, run: Run, ends: Int64Array) -> None:
         slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * spec.batch_ns / op_ns)))
 
 
-class _Books:
+class _InlineBooks:
+    """The books kept by the slots themselves: each run folded and accounted in the slot's
+    thread before its next run (where every core already has a slot's I/O to do: a
+    bookkeeping thread would take its time from them, and the phase's ~20 runs per slot
+    per second would queue up behind it, the intervals closing later)."""
+
+    def __init__(self, spec: PhaseSpec, state: PhaseState, ends: _Ends) -> None:
+        self.spec, self.state, self.ends = spec, state, ends
+
+    def hand(self, slot: Slot, run: Run, raw: RawBatch) -> None:
+        _settle(self.spec, self.state, _Handed(slot, run, raw, 0))
+
+    def ended(self, local: int, slot: Slot, failure: BaseException | None) -> None:
+        self.ends.ended(local, slot, failure)
+
+    def close(self) -> None:
+        pass
+
+
+class _Books(_InlineBooks):
     """A phase's bookkeeping thread: each run a slot hands over is folded into the slot's
     recorders and accounted (counts, intervals, FIRST DONE's ring, --opslog) here, in the
     order handed, while the slot's next run does its I/O. A slot has at most one run
@@ -482,7 +504,7 @@ class _Books:
     interval over a run not yet accounted."""
 
     def __init__(self, spec: PhaseSpec, state: PhaseState, ends: _Ends) -> None:
-        self.spec, self.state, self.ends = spec, state, ends
+        super().__init__(spec, state, ends)
         self.items: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._keep, name=BOOKS_THREAD.decode(), daemon=True)
         self.thread.start()
@@ -505,21 +527,24 @@ class _Books:
                 if isinstance(item, _Ended):
                     self.ends.ended(item.local, item.slot, item.failure)
                 else:
-                    self._settle(item)
+                    _settle(self.spec, self.state, item)
             except BaseException as exc:  # (a fault here ends the phase, never hangs it)
                 self.ends.fail(exc)
             finally:
                 if isinstance(item, _Handed):
                     item.slot.unsettled.release()
 
-    def _settle(self, item: _Handed) -> None:
-        slot, state = item.slot, self.state
-        if self.spec.opslog is not None:
-            self.spec.opslog.record(item.run, item.raw, slot.rank)
-        done, _ = _fold(slot, item.run, item.raw)
-        with state.lock:  # (the interval series and timeline are the watcher's too)
-            _account(state, slot, done)
-            slot.busy_since_ns = item.handed_ns
+
+def _settle(spec: PhaseSpec, state: PhaseState, item: _Handed) -> None:
+    """A handed run folded and accounted; its slot busy from then (``handed_ns``, or now:
+    nothing it has yet to account can end before)."""
+    slot = item.slot
+    if spec.opslog is not None:  # (after the engine's timed loop)
+        spec.opslog.record(item.run, item.raw, slot.rank)
+    done, _ = _fold(slot, item.run, item.raw)
+    with state.lock:  # (the interval series and timeline are the watcher's too)
+        _account(state, slot, done)
+        slot.busy_since_ns = item.handed_ns or perf_counter_ns()
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,7 +603,7 @@ class _Ends:
 
 
 def _slot_thread(
-    books: _Books, local: int, slot: Slot, loop: Callable[[], None], binding: Binding
+    books: _InlineBooks, local: int, slot: Slot, loop: Callable[[], None], binding: Binding
 ) -> None:
     """A slot's :func:`_slot_loop` in its executor thread (bound as thread ``local``,
     --cores/--zones), its end (or failure) counted after its last run's."""
@@ -628,7 +653,8 @@ async def run_slots(
                     task = partial(_loop_slot, spec, state, stream, slot, len(rank_slots), gate)
                     group.start_soon(_slot_task, ends, local, slot, task)
         return
-    books = _Books(spec, state, ends)
+    spare = sum(len(rank_slots) for rank_slots in slots) < cores_allowed()
+    books = (_Books if spare else _InlineBooks)(spec, state, ends)
     try:
         await _threads_run(spec, state, streams, slots, gate, books)
     finally:
@@ -641,7 +667,7 @@ async def _threads_run(
     streams: Sequence[Stream],
     slots: list[list[Slot]],
     gate: StartGate,
-    books: _Books,
+    books: _InlineBooks,
 ) -> None:
     """:func:`run_slots` for an executor engine: each slot in an executor thread."""
     ends = books.ends

@@ -118,12 +118,14 @@ def test_threads_take_the_cores_round_robin(tmp_path: Path, engine: str) -> None
         assert allowed <= {first, second} and cpu in allowed, (tid, allowed, cpu)
 
 
-def test_a_phase_has_one_bookkeeping_thread_beside_its_io_threads(tmp_path: Path) -> None:
+def test_a_phase_with_a_core_to_spare_has_one_bookkeeping_thread(tmp_path: Path) -> None:
     # tasks() leaves it out by name: exactly one thread may carry that name, and it folds
-    # and accounts runs while the I/O threads go on (it uses CPU of its own).
+    # and accounts runs while the I/O thread goes on (one slot, a second core for it).
+    if len(ALLOWED) < 2:
+        pytest.skip("needs two CPUs this process may use")
     target = tmp_path / "data"
     target.write_bytes(os.urandom(1 << 22))
-    run = ["-r", "--rand", "-b", "4k", "-t", "2", "--infloop", "--timelimit", "2", "--nolive"]
+    run = ["-r", "--rand", "-b", "4k", "-t", "1", "--infloop", "--timelimit", "2", "--nolive"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "aiobench", *run, str(target)],
         stdout=subprocess.DEVNULL,
@@ -146,7 +148,7 @@ def test_a_phase_has_one_bookkeeping_thread_beside_its_io_threads(tmp_path: Path
             proc.communicate()
     assert proc.returncode == 0, err
     assert len(books) == 1, names
-    assert len(names) >= 4, names  # (the main thread, two I/O threads and the books)
+    assert len(names) >= 3, names  # (the main thread, the I/O thread and the books)
 
 
 def test_without_cores_nothing_is_bound(tmp_path: Path) -> None:

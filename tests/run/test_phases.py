@@ -23,6 +23,7 @@ from aiobench.plan.layout import Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import Layout, OpRun, Slice
 from aiobench.run import worker
+from aiobench.run.affinity import BOOKS_THREAD
 from aiobench.run.phases import PhaseRun, run_phase
 from aiobench.run.worker import Done, PhaseState, Slot, first_done_floor
 from aiobench.run.worker import _account as account
@@ -389,6 +390,7 @@ async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
         real_account(state, slot, done)
 
     monkeypatch.setattr(worker, "_account", spy)
+    monkeypatch.setattr(worker, "cores_allowed", lambda: 8.0)  # (a core to spare)
     cfg = make_cfg(
         [str(tmp_path / "a")],
         threads=2,
@@ -415,6 +417,37 @@ async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
     assert not set(accounted) & (io_threads | {threading.get_ident()})
 
 
+async def test_without_a_core_to_spare_each_slot_accounts_its_own_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 4 slots on 2 cores: no bookkeeping thread (it would take its time from the slots'
+    # I/O, and their runs would queue up behind it); each run is accounted in the thread
+    # that ran it.
+    accounted: list[tuple[int, int]] = []
+    real_account = worker._account
+
+    def spy(state: PhaseState, slot: Slot, done: Done) -> None:
+        accounted.append((id(slot.buffer), threading.get_ident()))
+        real_account(state, slot, done)
+
+    monkeypatch.setattr(worker, "_account", spy)
+    monkeypatch.setattr(worker, "cores_allowed", lambda: 2.0)
+    cfg = make_cfg(
+        [str(tmp_path / "a")], threads=2, iodepth=2, block="4k", size=str(240 * 4096), read=True,
+        write=False,
+    )  # fmt: skip
+    engine = ThreadsPerSlot()
+    ctx = context(cfg, Layout((240 * 4096,), 4096), engine)
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    assert phase.last_done.ops == 240
+    assert len(accounted) == sum(len(threads) for threads in engine.runs.values())
+    assert all(tid == engine.runs[slot][0] for slot, tid in accounted), (accounted, engine.runs)
+    assert not any(t.name == BOOKS_THREAD.decode() for t in threading.enumerate())
+
+
 async def test_a_fault_in_the_books_ends_the_phase_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -430,6 +463,7 @@ async def test_a_fault_in_the_books_ends_the_phase_with_it(
         real_account(state, slot, done)
 
     monkeypatch.setattr(worker, "_account", faulty)
+    monkeypatch.setattr(worker, "cores_allowed", lambda: 8.0)  # (a core to spare)
     cfg = make_cfg(
         [str(tmp_path / "a")], threads=2, block="4k", size=str(240 * 4096), read=True, write=False
     )

@@ -635,7 +635,7 @@ def _sabotaged(
     finally:
         if child.poll() is None:
             child.kill()
-            child.wait()
+            child.communicate()  # (and its pipes closed)
     return subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
 
 
@@ -652,8 +652,13 @@ def _shrink(test_file: Path) -> None:
 
 
 def _remove_dir(test_file: Path) -> None:
+    """Remove the check's directory while it works in it (its own entries come and go
+    meanwhile, which one rmtree may trip over: again until it is gone)."""
     time.sleep(0.2)  # into the tests
-    shutil.rmtree(test_file.parent)
+    deadline = time.monotonic() + WALL_GUARD_S
+    while test_file.parent.exists() and time.monotonic() < deadline:
+        with contextlib.suppress(OSError):  # (an entry gone, or a new one, meanwhile)
+            shutil.rmtree(test_file.parent)
 
 
 @pytest.mark.root

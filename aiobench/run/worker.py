@@ -266,22 +266,18 @@ def _execute(
 
 async def _execute_async(
     spec: PhaseSpec, state: PhaseState, slot: Slot, run: Run, gate: StartGate | None
-) -> tuple[Done, BenchIOError | None]:
+) -> RawBatch:
     """:func:`_execute` for an engine that runs on the event loop (:class:`AsyncEngine`)."""
     job, queued = _job(spec, state, slot, run, gate)
     engine = cast(AsyncEngine, spec.engine)
     try:
-        raw = await engine.run_async(job)
+        return await engine.run_async(job)
     finally:
         _done(state, queued)
-    if spec.opslog is not None:
-        spec.opslog.record(run, raw, slot.rank)
-    return _fold(slot, run, raw)
 
 
-def _fold(slot: Slot, run: Run, raw: RawBatch) -> tuple[Done, BenchIOError | None]:
-    """A run's latencies into the slot's recorders (after the engine's timed loop: its
-    error, if any, is the run's last word)."""
+def _fold(slot: Slot, run: Run, raw: RawBatch) -> Done:
+    """A run's latencies into the slot's recorders."""
     ends, io_ends = raw.ends, raw.io_ends
     unit_latency = ends - raw.starts
     io_latency = None
@@ -301,7 +297,7 @@ def _fold(slot: Slot, run: Run, raw: RawBatch) -> tuple[Done, BenchIOError | Non
         slot.recorder.add(unit_latency)
         if raw.intended.size:
             slot.sched_recorder.add(ends - raw.intended)
-    return Done(run, ends, io_ends, unit_latency, io_latency), raw.error
+    return Done(run, ends, io_ends, unit_latency, io_latency)
 
 
 def _account(state: PhaseState, slot: Slot, done: Done) -> None:
@@ -451,15 +447,13 @@ async def _loop_slot(
         run = _next_run(spec, state, stream, slot, siblings, None)
         if run is None:
             return
-        done, error = await _execute_async(spec, state, slot, run, first)
+        raw = await _execute_async(spec, state, slot, run, first)
         first = None
-        with state.lock:
-            _account(state, slot, done)
-            slot.busy_since_ns = perf_counter_ns()
-        if error is not None:
-            state.fail(error)
+        _settle(spec, state, _Handed(slot, run, raw, 0))
+        if raw.error is not None:
+            state.fail(raw.error)
             return
-        _carry(spec, slot, run, done.ends)
+        _carry(spec, slot, run, raw.ends)
 
 
 def _carry(spec: PhaseSpec, slot: Slot, run: Run, ends: Int64Array) -> None:
@@ -541,7 +535,7 @@ def _settle(spec: PhaseSpec, state: PhaseState, item: _Handed) -> None:
     slot = item.slot
     if spec.opslog is not None:  # (after the engine's timed loop)
         spec.opslog.record(item.run, item.raw, slot.rank)
-    done, _ = _fold(slot, item.run, item.raw)
+    done = _fold(slot, item.run, item.raw)
     with state.lock:  # (the interval series and timeline are the watcher's too)
         _account(state, slot, done)
         slot.busy_since_ns = item.handed_ns or perf_counter_ns()

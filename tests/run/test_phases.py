@@ -24,7 +24,7 @@ from aiobench.plan.targets import Targets
 from aiobench.plan.workload import Layout, OpRun, Slice
 from aiobench.run import worker
 from aiobench.run.affinity import BOOKS_THREAD
-from aiobench.run.phases import PhaseRun, run_phase
+from aiobench.run.phases import PhaseRun, RunContext, run_phase
 from aiobench.run.worker import Done, PhaseState, Slot, first_done_floor
 from aiobench.run.worker import _account as account
 from tests.helpers import RecordingEngine, context, fd_targets, make_cfg, stream
@@ -374,6 +374,15 @@ class ThreadsPerSlot(NullEngine):
         return super().run(job)
 
 
+def reading_240(tmp_path: Path, engine: Engine, iodepth: int = 2) -> RunContext:
+    """A run of 2 threads x ``iodepth`` slots reading 240 blocks of 4 KiB on ``engine``."""
+    cfg = make_cfg(
+        [str(tmp_path / "a")], threads=2, iodepth=iodepth, block="4k", size=str(240 * 4096),
+        read=True, write=False,
+    )  # fmt: skip
+    return context(cfg, Layout((240 * 4096,), 4096), engine)
+
+
 async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -391,17 +400,8 @@ async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
 
     monkeypatch.setattr(worker, "_account", spy)
     monkeypatch.setattr(worker, "cores_allowed", lambda: 8.0)  # (a core to spare)
-    cfg = make_cfg(
-        [str(tmp_path / "a")],
-        threads=2,
-        iodepth=2,
-        block="4k",
-        size=str(240 * 4096),
-        write=False,
-        read=True,
-    )
     engine = ThreadsPerSlot()
-    ctx = context(cfg, Layout((240 * 4096,), 4096), engine)
+    ctx = reading_240(tmp_path, engine)
     try:
         phase, _ = await run_phase(ctx, READ, 0)
     finally:
@@ -432,12 +432,8 @@ async def test_without_a_core_to_spare_each_slot_accounts_its_own_runs(
 
     monkeypatch.setattr(worker, "_account", spy)
     monkeypatch.setattr(worker, "cores_allowed", lambda: 2.0)
-    cfg = make_cfg(
-        [str(tmp_path / "a")], threads=2, iodepth=2, block="4k", size=str(240 * 4096), read=True,
-        write=False,
-    )  # fmt: skip
     engine = ThreadsPerSlot()
-    ctx = context(cfg, Layout((240 * 4096,), 4096), engine)
+    ctx = reading_240(tmp_path, engine)
     try:
         phase, _ = await run_phase(ctx, READ, 0)
     finally:
@@ -464,10 +460,7 @@ async def test_a_fault_in_the_books_ends_the_phase_with_it(
 
     monkeypatch.setattr(worker, "_account", faulty)
     monkeypatch.setattr(worker, "cores_allowed", lambda: 8.0)  # (a core to spare)
-    cfg = make_cfg(
-        [str(tmp_path / "a")], threads=2, block="4k", size=str(240 * 4096), read=True, write=False
-    )
-    ctx = context(cfg, Layout((240 * 4096,), 4096), ThreadsPerSlot())
+    ctx = reading_240(tmp_path, ThreadsPerSlot(), iodepth=1)
     try:
         with anyio.fail_after(60), pytest.raises(BaseExceptionGroup) as raised:
             await run_phase(ctx, READ, 0)

@@ -42,7 +42,7 @@ DEFAULT_BLOCK = "1M"
 # Every slot is one executor thread; past this many, thread start-up and memory dominate
 # and a single interpreter cannot keep them busy anyway (use MPI ranks instead).
 MAX_SLOTS = 4096
-# Shortest --liveint: intervals much below the ~50 ms executor runs only add noise.
+# Shortest --liveint: intervals much below the executor runs (50-200 ms) only add noise.
 MIN_LIVE_INTERVAL_MS = 10
 DEFAULT_LIVE_INTERVAL_MS = 2000  # elbencho's default
 S3_SCHEME = "s3://"  # a PATH of object storage: s3://bucket[/prefix]

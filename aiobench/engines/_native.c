@@ -913,7 +913,7 @@ static PyMemberDef spec_members[] = {
     SPEC_FIELD(io_ends, T_OBJECT, 0, "entries_files: int64 array, each block's end"),
     SPEC_FIELD(n_io, T_PYSSIZET, 0, "in and out: blocks recorded in io_starts/io_ends"),
     SPEC_FIELD(deadline_ns, T_LONGLONG, 0, "entries_files: a file's blocks stop past it"),
-    SPEC_FIELD(stop, T_OBJECT, 0, "entries_files: StopEvent.flag, or None"),
+    SPEC_FIELD(stop, T_OBJECT, 0, "file_run, entries_files: StopEvent.flag, or None"),
     SPEC_FIELD(stat_inline, T_BOOL, 0, "entries_files, --statinline: fstat each file after its open"),
     /* both */
     SPEC_FIELD(until_ns, T_LONGLONG, 0, "the budget: nothing more starts after a unit ends past it"),
@@ -1041,7 +1041,8 @@ PyDoc_STRVAR(file_run_doc,
 "file_run(slot, spec) -> status\n\n"
 "One run of file-mode operations, composed as the Python engine's _composed loop: spec's\n"
 "fd/fds, offsets, length, reading, mix_pct/mix_base, ns_per_op/schedule_ns/first_seq,\n"
-"verify/salt/verify_direct, read_inline, var_words, until_ns, gate; starts, ends and\n"
+"verify/salt/verify_direct, read_inline, var_words, until_ns, gate, stop (StopEvent.flag,\n"
+"or None: a run ends after the operation in progress once it is set); starts, ends and\n"
 "intended filled.\n"
 "Sets spec.done, and for a failure spec.index, err, a, b, c.");
 
@@ -1055,14 +1056,17 @@ file_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Views v = {.count = 0};
     int32_t *fds;
     int64_t *offsets, *starts, *ends, *dues, *gate;
-    Py_ssize_t n_fds, n, n_starts, n_ends, n_dues, n_gate;
+    uint8_t *stop_mem;
+    Py_ssize_t n_fds, n, n_starts, n_ends, n_dues, n_gate, n_stop;
     if (take(&v, sp->fds, 0, 4, "fds", (void **)&fds, &n_fds) ||
         take(&v, sp->offsets, 0, 8, "offsets", (void **)&offsets, &n) ||
         take(&v, sp->starts, 1, 8, "starts", (void **)&starts, &n_starts) ||
         take(&v, sp->ends, 1, 8, "ends", (void **)&ends, &n_ends) ||
         take(&v, sp->intended, 1, 8, "intended", (void **)&dues, &n_dues) ||
-        take(&v, sp->gate, 1, 8, "gate", (void **)&gate, &n_gate))
+        take(&v, sp->gate, 1, 8, "gate", (void **)&gate, &n_gate) ||
+        take(&v, sp->stop, 0, 1, "stop", (void **)&stop_mem, &n_stop))
         goto fail;
+    volatile const uint8_t *stop = n_stop ? stop_mem : NULL; /* StopEvent.flag */
     const int fd0 = sp->fd, reading = sp->reading, mix_pct = sp->mix_pct, verify = sp->verify,
               verify_direct = sp->verify_direct, read_inline = sp->read_inline;
     const long long mix_base = sp->mix_base, schedule_ns = sp->schedule_ns,
@@ -1176,7 +1180,7 @@ file_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (pacing)
             dues[i] = due;
         done = i + 1;
-        if (end > until_ns) {
+        if (end > until_ns || (stop && *stop)) {
             status = i + 1 < n ? ST_BUDGET : ST_DONE;
             break;
         }

@@ -205,6 +205,7 @@ def _file_spec(job: Job, ops: OpRun, buf: SlotBuffer) -> _native.Spec:
     spec.schedule_ns = job.schedule_start_ns
     spec.until_ns = job.until_ns
     spec.gate = None if job.gate is None else job.gate.word
+    spec.stop = job.stop.flag if isinstance(job.stop, StopEvent) else None
     # (A gated run's deadline is not known yet: file_aio checks the gate's time limit.)
     before_limit = not job.deadline_ns or job.until_ns < job.deadline_ns
     spec.carry = before_limit and (job.stop is None or not job.stop.is_set())

@@ -2,14 +2,15 @@
 
 Each slot runs its whole phase in one executor thread (:func:`_slot_loop`): it takes a
 run of operations from its thread's stream, hands it to the engine, which ends it after
-``TARGET_BATCH_NS`` (or at the time limit; the slot keeps what is left for its next run),
-and hands the results to the phase's books: with a core to spare (fewer slots than cores)
-a thread of their own (:class:`_Books`), which folds and accounts them while the slot's
-next run does its I/O; else the slot itself, before its next run (:class:`_InlineBooks`),
-while the other slots' I/O keeps the cores busy. The event loop only starts
-the phase, watches its intervals and learns when the last slot has ended. Operations are
-timed one by one by the engine. An engine that runs on the event loop (S3) runs its runs
-there instead, in one task per slot, with budgets of ``LOOP_BATCH_NS``.
+``TARGET_BATCH_NS`` (``DRAINING_BATCH_NS`` at depth 1), or at the time limit (the slot
+keeps what is left for its next run), and hands the results to the phase's books: with a
+core to spare (fewer slots than cores) a thread of their own (:class:`_Books`), which
+folds and accounts them while the slot's next run does its I/O; else the slot itself,
+before its next run (:class:`_InlineBooks`), while the other slots' I/O keeps the cores
+busy. The event loop only starts the phase, watches its intervals and learns when the
+last slot has ended. Operations are timed one by one by the engine. An engine that runs
+on the event loop (S3) runs its runs there instead, in one task per slot, with budgets
+of ``LOOP_BATCH_NS``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ if TYPE_CHECKING:  # (--opslog's module is loaded only when it is given)
 # (~0.1 ms) stays a few thousandths of it. The engine itself ends a run once an operation
 # ends past its budget (or the time limit), so a run never overstays whatever the pace.
 TARGET_BATCH_NS = 50_000_000
+# A slot that keeps one operation in flight (synchronous I/O: --iodepth 1, dir mode, the
+# Python engine's slots) leaves the device idle between two runs, while the next one is
+# prepared in Python, cold after the C loop: ~0.34 ms per boundary at -t 1 --iodepth 1 on
+# a loop device (0.7 % of a 50 ms run; mean in flight 0.988-0.990). Its runs get this
+# budget, which keeps that under 0.2 % (0.995-0.996 in flight); the live line and the
+# intervals' closing are then up to this late (each operation keeps its own end instant).
+DRAINING_BATCH_NS = 200_000_000
 # A run on the event loop (an AsyncEngine's) costs the same ~0.1 ms to fold and account;
 # an S3 request takes milliseconds, so runs of 50 ms would carry only a few of them and
 # that cost would show in its CPU per request (at 250 ms: ~10 % of a 4 KiB PUT's, #26).
@@ -89,7 +97,9 @@ class PhaseSpec:
     batch_ns: int = field(init=False)  # a run's time budget: set from the engine
 
     def __post_init__(self) -> None:
-        budget = LOOP_BATCH_NS if runs_on_loop(self.engine) else TARGET_BATCH_NS
+        budget = TARGET_BATCH_NS if self.depth > 1 else DRAINING_BATCH_NS
+        if runs_on_loop(self.engine):
+            budget = LOOP_BATCH_NS
         object.__setattr__(self, "batch_ns", budget)
 
 

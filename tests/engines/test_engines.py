@@ -592,6 +592,30 @@ def test_a_stop_between_blocks_is_seen_by_the_native_loop(tmp_path: Path) -> Non
     assert (tmp_path / "big").stat().st_size == len(batch.io_ends) * 4096
 
 
+def test_a_stop_ends_a_native_file_run_after_the_operation_in_progress(tmp_path: Path) -> None:
+    """Set while a long run of reads goes on (no budget): the C loop ends the run there,
+    with no error, its done operations the first of the run."""
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 4096)
+    stop = StopEvent()
+    buf = slot_buffer(4096, for_write=False)
+    fd = os.open(path, os.O_RDONLY)
+    n = 2_000_000  # (seconds of reads even on tmpfs)
+    run = OpRun(0, [0] * n, 4096, offsets_array=np.zeros(n, dtype=np.int64))
+    job = Job(READ, fd_targets([str(path)], [fd]), run, buf, 1 << 62, stop=stop)
+    timer = threading.Timer(0.05, stop.set)
+    try:
+        timer.start()
+        batch = native.NativeEngine().run(job)
+    finally:
+        timer.cancel()
+        os.close(fd)
+        buf.close()
+    assert batch.error is None
+    assert 0 < len(batch.ends) < n
+    assert bool(np.all(batch.ends >= batch.starts))
+
+
 def test_a_failing_call_comes_back_as_its_errno(tmp_path: Path) -> None:
     """A failing call (here EBADF: a closed fd) comes back as that errno, worded alike."""
     buf = slot_buffer(4096, for_write=False)

@@ -386,11 +386,12 @@ def reading_240(tmp_path: Path, engine: Engine, iodepth: int = 2) -> RunContext:
 async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 2 threads x 2 slots, 60 operations of 2 ms each per slot: runs of ~50 ms, so every
-    # slot makes several. Each keeps its executor thread (an engine's per-slot state, such
-    # as a queue carried from run to run, stays with it), and every run is accounted in
-    # the phase's one bookkeeping thread, beside the slots' I/O: neither in an I/O thread
-    # nor on the event loop (whose work is then per phase, not per run).
+    # 2 threads x 2 slots, 60 operations of 2 ms each per slot: runs of ~50 ms (the
+    # budget here), so every slot makes several. Each keeps its executor thread (an
+    # engine's per-slot state, such as a queue carried from run to run, stays with it),
+    # and every run is accounted in the phase's one bookkeeping thread, beside the slots'
+    # I/O: neither in an I/O thread nor on the event loop (whose work is then per phase,
+    # not per run).
     accounted: list[int] = []
     real_account = worker._account
 
@@ -400,6 +401,7 @@ async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
 
     monkeypatch.setattr(worker, "_account", spy)
     monkeypatch.setattr(worker, "cores_allowed", lambda: 8.0)  # (a core to spare)
+    monkeypatch.setattr(worker, "DRAINING_BATCH_NS", 50_000_000)
     engine = ThreadsPerSlot()
     ctx = reading_240(tmp_path, engine)
     try:

@@ -468,6 +468,9 @@ async def test_last_interval_is_cut_at_last_done_even_when_the_loop_is_late(
 
 @pytest.mark.timing
 async def test_injected_stall_stands_out_in_one_interval(tmp_path: Path) -> None:
+    # 700 ops of 1 ms, the 101st stalled 300 ms: the phase goes on ~600 ms after the stall,
+    # longer than a run's budget at depth 1 (DRAINING_BATCH_NS: the stall's interval is
+    # known once the run it is in ends).
     stall_ns, op_ns = 300 * MS, MS
     calls = itertools.count()
     lock = threading.Lock()
@@ -479,7 +482,7 @@ async def test_injected_stall_stands_out_in_one_interval(tmp_path: Path) -> None
 
     interval_ns = 50 * MS
     phase, tally, log = await observed_phase(
-        tmp_path, NullEngine(delay), interval_ns=interval_ns, ops=300
+        tmp_path, NullEngine(delay), interval_ns=interval_ns, ops=700
     )
     assert_series_matches_phase(phase, interval_ns)
     ivs = phase.intervals

@@ -30,6 +30,7 @@ from aiobench.kinds import READ
 from aiobench.plan.workload import Layout, OpRun
 from aiobench.render.table import TableOptions, phase_text, render_table, target_block
 from aiobench.results.model import PhaseResult, TargetTotals, Totals, target_report
+from aiobench.run import worker
 from aiobench.run.phases import run_phase
 from aiobench.stats.recorders import LatencyRecorder
 from tests.helpers import RunCli, context, make_cfg
@@ -702,9 +703,12 @@ async def test_a_target_shared_with_a_slow_thread_gets_its_time(tmp_path: Path) 
     assert (report.slowest.index, report.fastest.index) == (1, 0)
 
 
-async def test_random_runs_cut_by_the_time_budget_count_exactly(tmp_path: Path) -> None:
+async def test_random_runs_cut_by_the_time_budget_count_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # 3 x 64 blocks over 2 threads with 2 slots each; 2 ms per op makes the executor cut runs
-    # (50 ms budget), so partial runs of mixed paths must be counted op by op.
+    # (a budget of 50 ms here), so partial runs of mixed paths must be counted op by op.
+    monkeypatch.setattr(worker, "DRAINING_BATCH_NS", 50_000_000)
     paths = [str(tmp_path / name) for name in ("a", "b", "c")]
     cfg = make_cfg(
         paths, threads=2, iodepth=2, block="4k", size="256k", write=False, read=True, rand=True

@@ -62,8 +62,7 @@ def main(argv: list[str]) -> int:
     # the two updates are serialized there (state.update_state), so one of them sees the
     # other: a stop is never lost, nor this process killed before it could say so.
     if state.update_state(statedir, supervisor_ready=True).get("stop_requested"):
-        why = "stopped by --stop before any result"
-        state.update_state(statedir, ended=_now(), status=state.STOPPED, why=why)
+        state.update_state(statedir, ended=_now(), status=state.STOPPED, why=_STOPPED_EARLY)
         return 0
     run = subprocess.Popen(
         [sys.executable, "-m", "aiobench", *args], stdin=subprocess.DEVNULL, env=env
@@ -83,6 +82,9 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+_STOPPED_EARLY = "stopped by --stop before any result"
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
@@ -97,7 +99,7 @@ def ended_as(statedir: str, code: int) -> dict[str, Any]:
             why = f"interrupted by {result['meta']['signal']}"
         return {"status": state.STOPPED, "why": why}
     if result is None and current.get("stop_requested"):
-        return {"status": state.STOPPED, "why": "stopped by --stop before any result"}
+        return {"status": state.STOPPED, "why": _STOPPED_EARLY}
     error = result.get("error") if result is not None else None
     if isinstance(error, dict):
         return {"status": state.ERROR, "why": str(error.get("message", "an I/O error"))}

@@ -57,7 +57,7 @@ TARGET_BATCH_NS = 50_000_000
 # Python engine's slots) leaves the device idle between two runs, while the next one is
 # prepared in Python, cold after the C loop: ~0.34 ms per boundary at -t 1 --iodepth 1 on
 # a loop device (0.7 % of a 50 ms run; mean in flight 0.988-0.990). Its runs get this
-# budget, which keeps that under 0.2 % (0.995-0.996 in flight); the live line and the
+# budget, which keeps that under 0.2 % (0.994-0.995 in flight); the live line and the
 # intervals' closing are then up to this late (each operation keeps its own end instant).
 DRAINING_BATCH_NS = 200_000_000
 # A run on the event loop (an AsyncEngine's) costs the same ~0.1 ms to fold and account;

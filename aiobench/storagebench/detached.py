@@ -24,6 +24,9 @@ from aiobench.storagebench import layout, state
 
 # The last lines of the run's log looked at for its error.
 LOG_TAIL_BYTES = 16 * 1024
+# Why a run that a --stop came before (its process not ready yet, or no result written)
+# ended Stopped.
+_STOPPED_EARLY = "stopped by --stop before any result"
 
 
 def main(argv: list[str]) -> int:
@@ -80,9 +83,6 @@ def main(argv: list[str]) -> int:
         }
     state.update_state(statedir, **changes)
     return 0
-
-
-_STOPPED_EARLY = "stopped by --stop before any result"
 
 
 def _now() -> str:

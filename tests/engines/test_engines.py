@@ -593,8 +593,8 @@ def test_a_stop_between_blocks_is_seen_by_the_native_loop(tmp_path: Path) -> Non
 
 
 def test_a_stop_ends_a_native_file_run_after_the_operation_in_progress(tmp_path: Path) -> None:
-    """Set while a long run of reads goes on (no budget): the C loop ends the run there,
-    with no error, its done operations the first of the run."""
+    """Set while a long run of reads goes on (no budget): the C loop ends the run after the
+    operation in progress, with no error and the operations done by then."""
     path = tmp_path / "f"
     path.write_bytes(b"x" * 4096)
     stop = StopEvent()

@@ -383,6 +383,25 @@ def reading_240(tmp_path: Path, engine: Engine, iodepth: int = 2) -> RunContext:
     return context(cfg, Layout((240 * 4096,), 4096), engine)
 
 
+async def test_a_slot_with_one_operation_in_flight_gets_runs_of_200_ms(tmp_path: Path) -> None:
+    # 2 threads x 1 slot, 120 operations of 2 ms each per slot (~240 ms): its device would
+    # idle at each boundary, so its runs last up to 200 ms (DRAINING_BATCH_NS): 2 runs
+    # each (up to 4 on a slow machine), where runs of 50 ms would make 5 or more. A slot that
+    # keeps a queue (depth above 1) keeps runs of 50 ms.
+    engine = ThreadsPerSlot()
+    ctx = reading_240(tmp_path, engine, iodepth=1)
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+        queued = worker.PhaseSpec(READ, engine, ctx.executor, ctx.targets, depth=4)
+        single = worker.PhaseSpec(READ, engine, ctx.executor, ctx.targets, depth=1)
+    finally:
+        ctx.executor.shutdown()
+    assert phase.last_done.ops == 240
+    assert len(engine.runs) == 2
+    assert all(2 <= len(threads) <= 4 for threads in engine.runs.values()), engine.runs
+    assert (single.batch_ns, queued.batch_ns) == (200_000_000, 50_000_000)
+
+
 async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -45,6 +45,32 @@ def _allowed(pid: int) -> dict[int, tuple[frozenset[int], str]]:
     return out
 
 
+def _between_bindings(cpus: frozenset[int], policy: str) -> bool:
+    """A thread seen after its CPU was set and before its memory policy was (the binding
+    sets them in that order)."""
+    return len(cpus) == 1 and policy == "default"
+
+
+def _settle(seen: dict[int, dict[int, tuple[frozenset[int], str]]]) -> None:
+    """Sample again the threads last seen between their two bindings, until each is seen
+    bound (or has ended: its sample is dropped), for up to 10 s."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        moving = False
+        for pid, threads in seen.items():
+            live = _allowed(pid)
+            for tid, sample in list(threads.items()):
+                if _between_bindings(*sample):
+                    if tid in live:
+                        threads[tid] = live[tid]
+                        moving = moving or _between_bindings(*live[tid])
+                    else:
+                        del threads[tid]
+        if not moving:
+            return
+        time.sleep(0.02)
+
+
 def _ranks(marker: str, launcher: int) -> list[int]:
     """The aiobench ranks whose command line holds ``marker`` (not the launcher's)."""
     pids = []
@@ -88,6 +114,7 @@ def test_each_ranks_threads_take_the_cores_round_robin(tmp_path: Path) -> None:
             if len(seen) == 2 and all(len(s) >= 2 for s in singles):
                 break  # both ranks' threads seen on both cores
             time.sleep(0.02)
+        _settle(seen)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

@@ -570,6 +570,16 @@ def test_stop_event_flag_follows_set_and_clear() -> None:
     assert stop.flag.tolist() == [0] and not stop.is_set()
 
 
+def native_run_stopped_after(job: Job, stop: StopEvent, seconds: float) -> RawBatch:
+    """``job`` on the native engine, ``stop`` set from another thread ``seconds`` in."""
+    timer = threading.Timer(seconds, stop.set)
+    timer.start()
+    try:
+        return native.NativeEngine().run(job)
+    finally:
+        timer.cancel()
+
+
 def test_a_stop_between_blocks_is_seen_by_the_native_loop(tmp_path: Path) -> None:
     """Set while a big file is being written: the native loop stops inside the file."""
     from aiobench.plan.dirmode import EntryRun
@@ -579,12 +589,9 @@ def test_a_stop_between_blocks_is_seen_by_the_native_loop(tmp_path: Path) -> Non
     buf = slot_buffer(4096)
     run = EntryRun(0, ["big"], size=1 << 30, block=4096)  # far more than gets written
     job = Job(WRITE, fd_targets([str(tmp_path)], [dfd]), run, buf, 1 << 62, stop=stop)
-    timer = threading.Timer(0.05, stop.set)
     try:
-        timer.start()
-        batch = native.NativeEngine().run(job)
+        batch = native_run_stopped_after(job, stop, 0.05)
     finally:
-        timer.cancel()
         os.close(dfd)
         buf.close()
     assert batch.error is None and len(batch.ends) == 0
@@ -603,12 +610,9 @@ def test_a_stop_ends_a_native_file_run_after_the_operation_in_progress(tmp_path:
     n = 2_000_000  # (seconds of reads even on tmpfs)
     run = OpRun(0, [0] * n, 4096, offsets_array=np.zeros(n, dtype=np.int64))
     job = Job(READ, fd_targets([str(path)], [fd]), run, buf, 1 << 62, stop=stop)
-    timer = threading.Timer(0.05, stop.set)
     try:
-        timer.start()
-        batch = native.NativeEngine().run(job)
+        batch = native_run_stopped_after(job, stop, 0.05)
     finally:
-        timer.cancel()
         os.close(fd)
         buf.close()
     assert batch.error is None

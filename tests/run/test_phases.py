@@ -22,6 +22,7 @@ from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.plan.layout import Stream
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import Layout, OpRun, Slice
+from aiobench.results.model import PhaseResult
 from aiobench.run import worker
 from aiobench.run.affinity import BOOKS_THREAD
 from aiobench.run.phases import PhaseRun, RunContext, run_phase
@@ -383,6 +384,15 @@ def reading_240(tmp_path: Path, engine: Engine, iodepth: int = 2) -> RunContext:
     return context(cfg, Layout((240 * 4096,), 4096), engine)
 
 
+async def read_phase(ctx: RunContext) -> PhaseResult:
+    """The READ phase of ``ctx``; its executor shut down after."""
+    try:
+        phase, _ = await run_phase(ctx, READ, 0)
+    finally:
+        ctx.executor.shutdown()
+    return phase
+
+
 async def test_a_slot_with_one_operation_in_flight_gets_runs_of_200_ms(tmp_path: Path) -> None:
     # 2 threads x 1 slot, 120 operations of 2 ms each per slot (~240 ms): its device would
     # idle at each boundary, so its runs last up to 200 ms (DRAINING_BATCH_NS): 2 runs
@@ -390,12 +400,9 @@ async def test_a_slot_with_one_operation_in_flight_gets_runs_of_200_ms(tmp_path:
     # keeps a queue (depth above 1) keeps runs of 50 ms.
     engine = ThreadsPerSlot()
     ctx = reading_240(tmp_path, engine, iodepth=1)
-    try:
-        phase, _ = await run_phase(ctx, READ, 0)
-        queued = worker.PhaseSpec(READ, engine, ctx.executor, ctx.targets, depth=4)
-        single = worker.PhaseSpec(READ, engine, ctx.executor, ctx.targets, depth=1)
-    finally:
-        ctx.executor.shutdown()
+    phase = await read_phase(ctx)
+    queued = worker.PhaseSpec(READ, engine, ctx.executor, ctx.targets, depth=4)
+    single = worker.PhaseSpec(READ, engine, ctx.executor, ctx.targets, depth=1)
     assert phase.last_done.ops == 240
     assert len(engine.runs) == 2
     assert all(2 <= len(threads) <= 4 for threads in engine.runs.values()), engine.runs
@@ -422,11 +429,7 @@ async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
     monkeypatch.setattr(worker, "cores_allowed", lambda: 8.0)  # (a core to spare)
     monkeypatch.setattr(worker, "DRAINING_BATCH_NS", 50_000_000)
     engine = ThreadsPerSlot()
-    ctx = reading_240(tmp_path, engine)
-    try:
-        phase, _ = await run_phase(ctx, READ, 0)
-    finally:
-        ctx.executor.shutdown()
+    phase = await read_phase(reading_240(tmp_path, engine))
     assert phase.last_done.ops == 240
     assert len(engine.runs) == 4
     assert all(len(threads) >= 2 for threads in engine.runs.values()), engine.runs
@@ -454,11 +457,7 @@ async def test_without_a_core_to_spare_each_slot_accounts_its_own_runs(
     monkeypatch.setattr(worker, "_account", spy)
     monkeypatch.setattr(worker, "cores_allowed", lambda: 2.0)
     engine = ThreadsPerSlot()
-    ctx = reading_240(tmp_path, engine)
-    try:
-        phase, _ = await run_phase(ctx, READ, 0)
-    finally:
-        ctx.executor.shutdown()
+    phase = await read_phase(reading_240(tmp_path, engine))
     assert phase.last_done.ops == 240
     assert len(accounted) == sum(len(threads) for threads in engine.runs.values())
     assert all(tid == engine.runs[slot][0] for slot, tid in accounted), (accounted, engine.runs)

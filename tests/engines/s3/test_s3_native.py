@@ -71,6 +71,21 @@ def s3_args(server: S3Server) -> list[str]:
     ]
 
 
+def routed_run(
+    route: str, server: S3Server, out: Path, trace: Path, url: str, *args: str
+) -> dict[str, Any]:
+    """``aiobench ARGS URL`` against ``server`` on ``route`` ("python": the extension
+    hidden), its sendmsg calls traced to ``trace``: its JSON result, written to ``out``
+    (the run having ended well)."""
+    proc = aiobench(
+        *args, *s3_args(server), "--json", str(out), url,
+        python_path=route == "python", strace=trace,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
 def counts(doc: dict[str, Any]) -> dict[str, tuple[int, int, int]]:
     return {
         p["phase"]: (p["last_done"]["entries"], p["last_done"]["ops"], p["last_done"]["bytes"])
@@ -103,12 +118,9 @@ def test_native_route_is_taken_and_the_python_path_agrees(
         bucket = f"aiobench-{uuid.uuid4().hex[:12]}"
         out = tmp_path / f"{route}.json"
         trace = tmp_path / f"{route}.strace"
-        proc = aiobench(
-            "-d", "-w", "-r", *layout, *s3_args(s3_server), "--json", str(out), f"s3://{bucket}",
-            python_path=route == "python", strace=trace,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        docs[route] = json.loads(out.read_text())
+        docs[route] = routed_run(
+            route, s3_server, out, trace, f"s3://{bucket}", "-d", "-w", "-r", *layout
+        )
         # Every PUT and GET of the native run went out from the C loop (none handed back),
         # every one of the other run from the event loop.
         native, python = (24, 0) if route == "native" else (0, 24)
@@ -118,12 +130,9 @@ def test_native_route_is_taken_and_the_python_path_agrees(
         # the objects removed.
         rand = ["-t", "2", "--iodepth", "4", "-n", "1", "-N", "12", "-s", "4k", "-b", "1k"]
         out = tmp_path / f"{route}-rand.json"
-        proc = aiobench(
-            "-r", "--rand", "-F", "-D", *rand, *s3_args(s3_server), "--json", str(out),
-            f"s3://{bucket}", python_path=route == "python", strace=trace,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        docs[f"{route}-rand"] = json.loads(out.read_text())
+        docs[f"{route}-rand"] = routed_run(
+            route, s3_server, out, trace, f"s3://{bucket}", "-r", "--rand", "-F", "-D", *rand
+        )
         rand_gets = counts(docs[f"{route}-rand"])["READ"][1]
         native, python = (rand_gets, 0) if route == "native" else (0, rand_gets)
         assert (sent_by_sendmsg(trace, "GET"), sent_otherwise(trace, "GET")) == (native, python)
@@ -296,12 +305,8 @@ def test_multipart_parts_take_the_native_route_and_write_what_the_python_path_wr
         bucket = f"aiobench-{uuid.uuid4().hex[:12]}"
         out = tmp_path / f"{route}.json"
         trace = tmp_path / f"{route}.strace"
-        proc = aiobench(
-            "-d", "-w", *layout, *s3_args(s3_server), "--json", str(out), f"s3://{bucket}",
-            python_path=route == "python", strace=trace,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        docs[route] = json.loads(out.read_text())
+        url = f"s3://{bucket}"
+        docs[route] = routed_run(route, s3_server, out, trace, url, "-d", "-w", *layout)
         # Each object's 5 parts went out from the C loop, none from the event loop (there:
         # the initiations and completions, POSTs); the other run's all from the event loop.
         native, python = (20, 0) if route == "native" else (0, 20)

@@ -803,7 +803,7 @@ typedef struct {
     PyObject *fds, *offsets, *starts, *ends, *intended, *gate, *leaves, *io_starts, *io_ends,
         *stop;
     int fd, dfd, op, flags, mode, mix_pct, err;
-    char reading, verify, verify_direct, tolerate, carry, read_inline, stat_inline;
+    char reading, verify, verify_direct, tolerate, carry, follows, read_inline, stat_inline;
     Py_ssize_t length, depth, var_words, size, block, start, first, n, n_io, done, index;
     long long mix_base, first_seq, schedule_ns, until_ns, deadline_ns;
     unsigned long long salt, a, b, c;
@@ -895,6 +895,7 @@ static PyMemberDef spec_members[] = {
     SPEC_FIELD(var_words, T_PYSSIZET, 0, "--blockvarpct: words refilled per write; -1: none"),
     SPEC_FIELD(depth, T_PYSSIZET, 0, "file_aio: operations in flight at most"),
     SPEC_FIELD(carry, T_BOOL, 0, "file_aio: until_ns is a run's budget (not the phase's end): past it, keep the queue full and leave what is in flight to the slot's next call"),
+    SPEC_FIELD(follows, T_BOOL, 0, "file_aio, with carry: the slot has operations after this run: near its end, leave its last ones in flight to the next call too"),
     SPEC_FIELD(intended, T_OBJECT, 0, "pacing: int64 array, each operation's due start"),
     SPEC_FIELD(gate, T_OBJECT, 0, "a first run: the start gate's int64 word; else None"),
     /* dir mode */
@@ -1218,6 +1219,9 @@ PyDoc_STRVAR(file_aio_doc,
 "the call waits for them: the run's next operations are submitted and left in flight to\n"
 "the slot's next call (slot.carried), which takes them as its first ones when its\n"
 "operations start with them (the run's rest), and else waits for them and forgets them.\n"
+"With carry and spec.follows (more operations follow), the run's last ones are carried\n"
+"alike once no more than twice spec.depth of them are left to submit (a full queue's\n"
+"worth is carried), so that its queue does not drain at the run's end either.\n"
 "Without carry, or after a failure, everything in flight is reaped before the call returns.\n"
 "Sets spec.done, and for a failure spec.index (the failing operation), err, a, b.");
 
@@ -1279,6 +1283,7 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* Carry only past a run's budget: never past the time limit (a gated run's until_ns
      * is the limit when that comes first). */
     const int carry = sp->carry && !(n_gate && gate[1] > 0 && until_ns >= gate[1]);
+    const int carry_tail = carry && sp->follows;
     Flight *flights = q->flights;
     struct iocb **batch = q->batch;
     struct io_event *events = q->reaped;
@@ -1321,6 +1326,19 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t owed_end = n, owed = 0, limit = n, n_reaped_after = 0;
     int waiting = 0;
     while (n > 0) {
+        /* Near the run's end, when more operations follow, its last ones are carried as
+         * past the budget: else the queue would drain at the end of a run that went
+         * faster than its size was made for (as a slot that got more of a CPU it shares
+         * does) and stay empty until the next call, after a boundary in Python. Each
+         * fill submits at most depth, so the first check that finds no more than twice
+         * depth left finds more than depth (unless the run was that short): a full
+         * queue's worth is carried. (16 slots of depth 16 on 2 CPUs, zram:
+         * 84-89 % of 256 in flight before, 98.5-99 % with.) */
+        if (carry_tail && !waiting && !stop && next > 0 && next < n && n - next <= 2 * depth) {
+            waiting = 1;
+            owed_end = next;
+            owed = inflight; /* (all of them before owed_end) */
+        }
         /* Fill the free positions; a write waits while its window is still in flight. */
         long count = 0;
         while (!stop && next + count < limit && inflight + count < depth && n_free > 0) {

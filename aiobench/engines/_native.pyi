@@ -95,6 +95,7 @@ class Spec:
     var_words: int
     depth: int
     carry: bool
+    follows: bool
     intended: Array | None
     gate: Array | None
     # dir mode

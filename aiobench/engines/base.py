@@ -176,6 +176,10 @@ class Job:
     # A slot's first run: wait at the phase's start gate first; ``until_ns`` is then the
     # run's budget from the start instant (see :meth:`released`).
     gate: StartGate | None = None
+    # The slot has operations after these: an engine that keeps a queue may leave the
+    # run's last ones in flight for the next run, so that the queue does not drain at
+    # the end of the run (the next run starts with them).
+    follows: bool = False
 
     @property
     def paths(self) -> tuple[str, ...]:

@@ -170,7 +170,8 @@ def _file_run(job: Job, ops: OpRun) -> RawBatch:
     queue stays full meanwhile: the run's next operations are submitted and stay in flight
     in the slot, carried to its next run, which starts with them (``run.after(done)``);
     a next call that does not (or the slot's close at the phase's end) waits for them
-    and does not count them."""
+    and does not count them. A run done within its budget that more operations follow
+    (``job.follows``) carries its last ones alike, a queue's worth."""
     buf = job.buf
     assert buf is not None
     spec = _file_spec(job, ops, buf)
@@ -209,6 +210,7 @@ def _file_spec(job: Job, ops: OpRun, buf: SlotBuffer) -> _native.Spec:
     # (A gated run's deadline is not known yet: file_aio checks the gate's time limit.)
     before_limit = not job.deadline_ns or job.until_ns < job.deadline_ns
     spec.carry = before_limit and (job.stop is None or not job.stop.is_set())
+    spec.follows = job.follows
     return spec
 
 

@@ -223,12 +223,18 @@ class Slot:
 
 
 def _job(
-    spec: PhaseSpec, state: PhaseState, slot: Slot, run: Run, gate: StartGate | None
+    spec: PhaseSpec,
+    state: PhaseState,
+    slot: Slot,
+    run: Run,
+    gate: StartGate | None,
+    follows: bool = False,
 ) -> tuple[Job, int]:
     """The engine's job for ``run``, counted in flight; (the job, operations it queues).
 
     A slot's first run waits at the phase's ``gate``, inside the engine (which starts its
-    time budget there); one that finds the phase stopped by then does nothing."""
+    time budget there); one that finds the phase stopped by then does nothing.
+    ``follows``: the slot has operations after ``run`` (see :attr:`Job.follows`)."""
     if gate is not None:
         gate.register()
     queued = min(spec.depth, len(run))  # operations this run keeps in flight at once
@@ -253,6 +259,7 @@ def _job(
         schedule_start_ns=clock.start_ns,
         depth=spec.depth,
         gate=gate,
+        follows=follows,
     )
     return job, queued
 
@@ -263,11 +270,16 @@ def _done(state: PhaseState, queued: int) -> None:
 
 
 def _execute(
-    spec: PhaseSpec, state: PhaseState, slot: Slot, run: Run, gate: StartGate | None
+    spec: PhaseSpec,
+    state: PhaseState,
+    slot: Slot,
+    run: Run,
+    gate: StartGate | None,
+    follows: bool = False,
 ) -> RawBatch:
     """Runs in the slot's executor thread: the I/O of one run (its folding and accounting
     are the books' work, :class:`_Books`)."""
-    job, queued = _job(spec, state, slot, run, gate)
+    job, queued = _job(spec, state, slot, run, gate, follows)
     try:
         return spec.engine.run(job)
     finally:
@@ -416,6 +428,13 @@ def _next_run(
         return _topped_up(stream, slot, siblings, run)
 
 
+def _follows(stream: Stream, slot: Slot) -> bool:
+    """Whether the slot's thread has operations after the run it was just handed (read
+    without the stream's lock: a sibling slot that takes them first only costs the slot
+    one more, short run)."""
+    return bool(slot.ahead) or slot.later is not None or stream.remaining > 0
+
+
 def _slot_loop(
     spec: PhaseSpec,
     state: PhaseState,
@@ -438,7 +457,7 @@ def _slot_loop(
         run = _next_run(spec, state, stream, slot, siblings, take_lock)
         if run is None:
             return
-        raw = _execute(spec, state, slot, run, first)
+        raw = _execute(spec, state, slot, run, first, _follows(stream, slot))
         first = None
         books.hand(slot, run, raw)
         if raw.error is not None:

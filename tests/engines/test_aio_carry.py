@@ -159,6 +159,31 @@ def test_a_next_call_on_other_operations_drains_and_forgets(target: int) -> None
         buf.close()
 
 
+@pytest.mark.parametrize("kind", [WRITE, READ])
+def test_a_run_that_more_operations_follow_leaves_its_last_ones_in_flight(
+    target: int, kind: PhaseKind
+) -> None:
+    """A run that ends within its budget, with more of the slot's operations after it,
+    keeps its queue full over the boundary: a queue's worth of its last operations (no
+    more than twice its depth) stays in flight for the next run, which counts them; the
+    slot's last run (nothing follows) does all of its own."""
+    os.ftruncate(target, 100 * BLOCK)
+    buf = buffer(4, for_write=kind == WRITE)
+    slot, engine = c_slot(buf), native.NativeEngine()
+    ops = OpRun(0, [i * BLOCK for i in range(100)], BLOCK)
+    try:
+        first = engine.run(job(kind, target, buf, ops, until_ns=1 << 62, follows=True))
+        done = len(first.ends)
+        assert first.error is None
+        assert 4 <= slot.carried <= 2 * 4 and done + slot.carried <= 100 <= done + 2 * 4
+        rest = engine.run(job(kind, target, buf, ops.after(done), until_ns=1 << 62))
+        assert rest.error is None and done + len(rest.ends) == 100
+        assert slot.carried == slot.in_flight == 0
+        assert in_flight_at_most([first, rest]) <= 4
+    finally:
+        buf.close()
+
+
 def test_no_carry_at_the_time_limit_or_once_stopped(target: int) -> None:
     """At the phase's time limit (or with a stop asked) nothing stays in flight: the run
     waits for what it submitted and counts it all."""

@@ -409,6 +409,41 @@ async def test_a_slot_with_one_operation_in_flight_gets_runs_of_200_ms(tmp_path:
     assert (single.batch_ns, queued.batch_ns) == (200_000_000, 50_000_000)
 
 
+class FollowsPerSlot(NullEngine):
+    """The null engine, keeping each slot's runs: their sizes and whether the worker said
+    that more of the slot's operations follow them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: dict[int, list[tuple[int, bool]]] = {}
+        self.lock = threading.Lock()
+
+    def run(self, job: Job) -> RawBatch:
+        with self.lock:
+            self.runs.setdefault(id(job.buf), []).append((len(job.ops), job.follows))
+        return super().run(job)
+
+
+async def test_every_run_but_a_slots_last_has_more_operations_following_it(
+    tmp_path: Path,
+) -> None:
+    # 2 threads x 1 slot, 10,000 operations each: handed over in pieces of 4,096 (the
+    # first run's), a piece or two at a time, each run done within its budget. An engine
+    # that keeps a queue may leave a run's last operations in flight for the next one
+    # (Job.follows), except after the slot's last: nothing would take them.
+    engine = FollowsPerSlot()
+    cfg = make_cfg(
+        [str(tmp_path / "a")], threads=2, iodepth=1, block="4k", size=str(20_000 * 4096),
+        read=True, write=False,
+    )  # fmt: skip
+    phase = await read_phase(context(cfg, Layout((20_000 * 4096,), 4096), engine))
+    assert phase.last_done.ops == 20_000
+    assert len(engine.runs) == 2
+    for runs in engine.runs.values():
+        assert [follows for _, follows in runs] == [True] * (len(runs) - 1) + [False], runs
+        assert len(runs) >= 2 and sum(size for size, _ in runs) == 10_000, runs
+
+
 async def test_a_slot_runs_its_whole_phase_on_one_executor_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

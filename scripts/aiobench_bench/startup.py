@@ -7,12 +7,16 @@ from start to exit, and from start to its first timed operation (the first phase
 ``start_time`` in its JSON, the wall clock at the phase's common start, against the wall
 clock just before the process was started; millisecond resolution). Targets: issue #16
 (--version under 0.2 s) and #28 (--help under 0.1 s, the tiny run under 0.2 s, its first
-timed operation under 0.15 s). Wall time of each process, after a wait for a quiet machine,
-the commands in an order that rotates every round, --startup-runs rounds after one
-discarded round; medians with min - max. The commands run without PYTHONDONTWRITEBYTECODE
-(kept by some sandboxes and CI images): an installed package has its bytecode cached (pip
-compiles it on install; an editable install's first run writes it), so the discarded round
-writes what a user's installation has, and no round compiles aiobench's sources again.
+timed operation under 0.15 s). Beside them, the floor under the first timed operation: a
+program that loads what a run of aiobench loads (typer, numpy, hdrhistogram, anyio on
+uvloop), starts its event loop and writes one block from an executor thread, and nothing
+else (:mod:`aiobench_bench.startfloor`); from start to that write. Wall time of each
+process, after a wait for a quiet machine, the commands in an order that rotates every
+round, --startup-runs rounds after one discarded round; medians with min - max. The
+commands run without PYTHONDONTWRITEBYTECODE (kept by some sandboxes and CI images): an
+installed package has its bytecode cached (pip compiles it on install; an editable
+install's first run writes it), so the discarded round writes what a user's installation
+has, and no round compiles aiobench's sources again.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ VERSION = "aiobench --version"
 TINY = "aiobench -w -r -b 4k -s 4k"
 TINY_RUN = f"{TINY}: start to exit"
 FIRST_OP = f"{TINY}: start to first timed op"
+FLOOR = "the packages, an event loop, one write: start to first op"
+FLOOR_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startfloor.py")
 
 
 def startup_commands(aiobench_exe: list[str]) -> dict[str, list[str]]:
@@ -97,6 +103,28 @@ def tiny_run_once(argv: list[str], label: str) -> tuple[float, float]:
     return took, (first - started).total_seconds()
 
 
+def floor_argv(workdir: str) -> list[str]:
+    return [sys.executable, FLOOR_SCRIPT, os.path.join(workdir, "floor-file")]
+
+
+def floor_once(argv: list[str]) -> float:
+    """Seconds from starting the floor program ``argv`` to its write's start (the wall
+    clock it prints); its file is removed."""
+    started = time.time()
+    proc = subprocess.run(argv, capture_output=True, check=False, env=user_env())
+    try:
+        if proc.returncode != 0:
+            raise ToolError(f"the floor program failed ({proc.returncode}): {proc.stderr[-300:]!r}")
+        try:
+            first = float(proc.stdout)
+        except ValueError:
+            raise ToolError(f"the floor program printed {proc.stdout[-100:]!r}") from None
+    finally:
+        if os.path.exists(argv[-1]):
+            os.unlink(argv[-1])
+    return first - started
+
+
 def measure_startup(
     args: argparse.Namespace, workdir: str, aiobench_exe: list[str]
 ) -> tuple[Row, Row]:
@@ -104,9 +132,10 @@ def measure_startup(
     base = aiobench_exe[: len(aiobench_exe) - 2] if args.ioengine else aiobench_exe
     commands = startup_commands(base)
     commands[TINY] = tiny_run_argv(aiobench_exe, workdir)
+    commands[FLOOR] = floor_argv(workdir)
     labels = list(commands)
     times: dict[str, list[float]] = {label: [] for label in [BARE, HELP, VERSION]}
-    times |= {TINY_RUN: [], FIRST_OP: []}
+    times |= {TINY_RUN: [], FIRST_OP: [], FLOOR: []}
     for i in range(args.startup_runs + 1):  # round 0 is discarded (cold caches)
         wait_quiet(args.quiet_wait, args.max_load)
         shift = i % len(labels)
@@ -116,6 +145,10 @@ def measure_startup(
                 if i:
                     times[TINY_RUN].append(took)
                     times[FIRST_OP].append(first)
+            elif label == FLOOR:
+                first = floor_once(commands[label])
+                if i:
+                    times[FLOOR].append(first)
             else:
                 took = startup_once(commands[label], label)
                 if i:
@@ -133,7 +166,7 @@ def measure_startup(
     shown = {label: shlex.join(argv) for label, argv in commands.items() if label != TINY}
     meta: Row = {
         "runs": args.startup_runs,
-        "commands": shown | {TINY_RUN: tiny, FIRST_OP: tiny},
+        "commands": shown | {TINY_RUN: tiny, FIRST_OP: tiny, FLOOR: shlex.join(floor_argv("DIR"))},
     }
     return rows, meta
 
@@ -161,6 +194,13 @@ def startup_targets(rows: Row) -> list[Row]:
                 f"{issue} target", fmt_seconds, "<=", 1.0,
             )
         )  # fmt: skip
+    floor = rows[FLOOR]["median"]
+    out.append(
+        target_row(
+            "startup", f"{FIRST_OP}: over the floor", rows[FIRST_OP]["median"], floor,
+            "packages + loop + 1 write", fmt_seconds, "<=", None,
+        )
+    )  # fmt: skip
     for label, target_s in ((TINY_RUN, TINY_RUN_TARGET_S), (FIRST_OP, FIRST_OP_TARGET_S)):
         value = rows[label]["median"]
         out.append(target_row("startup", label, value, bare, BARE, fmt_seconds, "<=", None))
@@ -181,14 +221,16 @@ def print_startup_markdown(rows: Row, meta: Row) -> None:
     print(
         f"- Runs: one discarded round, then {su['runs']} rounds of the commands in a "
         "rotating order, each after a wait for a quiet machine; wall time from start to exit "
-        f"(for `{FIRST_OP}`: to the first phase's start_time in its JSON)"
+        f"(for `{FIRST_OP}`: to the first phase's start_time in its JSON; for the floor, "
+        "a program that only loads aiobench's packages and starts its event loop: to its "
+        "one write)"
     )
     print()
     bare = rows[BARE]["median"]
     print(f"| command | to | median | min - max | ratio to {BARE} |")
     print("|---|---|---:|---:|---:|")
     for label, row in rows.items():
-        to = "first timed op" if label == FIRST_OP else "exit"
+        to = "first timed op" if label == FIRST_OP else "first op" if label == FLOOR else "exit"
         print(
             f"| `{su['commands'][label]}` | {to} | {fmt_seconds(row['median'])} | "
             f"{fmt_seconds(row['min'])} - {fmt_seconds(row['max'])} | "

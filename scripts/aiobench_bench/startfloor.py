@@ -1,0 +1,56 @@
+"""The floor under a tiny run's start-up: what aiobench's design has to load and start
+before its first timed operation, and nothing of aiobench.
+
+It imports the packages a run of aiobench loads (typer, numpy with numpy.random,
+hdrhistogram, anyio with its asyncio backend, uvloop), starts an event loop as aiobench
+does (anyio on uvloop), and writes one 4 KiB block to FILE from an executor thread. It
+prints the wall clock (seconds since the epoch) at that write's start: the startup
+section's time from exec to the first operation of this program is the least a run of
+aiobench could take on this machine with these packages, with no option parsed, no plan
+made and no result kept.
+
+Usage: python startfloor.py FILE
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import anyio
+import anyio.to_thread
+import hdrh.histogram  # noqa: F401  (loaded by every run: its latency histograms)
+import numpy
+import numpy.random  # (the offsets' and the write buffers' generators)
+import typer  # noqa: F401  (the command line)
+import uvloop  # noqa: F401  (anyio's loop, as aiobench starts it)
+
+BLOCK = 4096
+
+
+def write_one(path: str) -> float:
+    """Write one block of zeros at offset 0 of ``path``; the wall clock at its start."""
+    block = numpy.zeros(BLOCK, dtype=numpy.uint8).tobytes()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        started = time.time()
+        os.pwrite(fd, block, 0)
+        return started
+    finally:
+        os.close(fd)
+
+
+async def first_op(path: str) -> float:
+    return await anyio.to_thread.run_sync(write_one, path)
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.rstrip().rsplit("\n", 1)[-1])
+    options = {"use_uvloop": True}
+    print(repr(anyio.run(first_op, sys.argv[1], backend="asyncio", backend_options=options)))
+
+
+if __name__ == "__main__":
+    main()

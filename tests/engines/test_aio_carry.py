@@ -184,6 +184,45 @@ def test_a_run_that_more_operations_follow_leaves_its_last_ones_in_flight(
         buf.close()
 
 
+@pytest.mark.parametrize("kind", [WRITE, READ])
+def test_runs_that_carry_their_last_operations_count_each_once(
+    tmp_path: Path, kind: PhaseKind
+) -> None:
+    """As the worker hands them: runs of 30 operations, each joined behind what the last
+    one left, the next ones following (but the last run); every operation is done once,
+    and the file holds the bytes of one write at a time (each block's stamps in op order)."""
+    offsets = [int(o) * BLOCK for o in np.random.default_rng(5).permutation(200)]
+    reference, target = tmp_path / "one-at-a-time", tmp_path / "carried"
+    for path in (reference, target):
+        path.write_bytes(bytes(200 * BLOCK))
+    write_one_at_a_time(reference, OpRun(0, offsets, BLOCK), 8)
+    if kind == READ:
+        target.write_bytes(reference.read_bytes())
+    fd, buf = os.open(target, os.O_RDWR), buffer(8)
+    engine, batches, carried = native.NativeEngine(), [], []
+    pieces = [OpRun(0, offsets[i : i + 30], BLOCK, first_seq=i) for i in range(0, 200, 30)]
+    run: OpRun | None = None
+    try:
+        while pieces or run is not None:
+            if pieces:
+                run = pieces.pop(0) if run is None else run.joined(pieces.pop(0))
+            assert run is not None
+            follows = bool(pieces)
+            batch = engine.run(job(kind, fd, buf, run, until_ns=1 << 62, follows=follows))
+            assert batch.error is None
+            batches.append(batch)
+            carried.append(c_slot(buf).carried)
+            left = run.after(len(batch.ends))
+            run = left if len(left) else None
+    finally:
+        os.close(fd)
+        buf.close()
+    assert sum(len(b.ends) for b in batches) == len(offsets)
+    assert min(carried[:6]) >= 8 and carried[-1] == 0
+    assert in_flight_at_most(batches) <= 8
+    assert target.read_bytes() == reference.read_bytes()
+
+
 def test_no_carry_at_the_time_limit_or_once_stopped(target: int) -> None:
     """At the phase's time limit (or with a stop asked) nothing stays in flight: the run
     waits for what it submitted and counts it all."""

@@ -4,9 +4,12 @@ Issue #28's rows: 4 KiB random reads on a loop device with direct I/O at -t 1 x 
 -t 1 x qd 32 and -t 16 x qd 16, on a zram device (where the kernel has an unused one) at
 -t 1 x qd 32 and -t 16 x qd 16, and from a page-cached file (no O_DIRECT) at -t 2 and -t 256;
 aiobench against fio (libaio and io_uring on the devices, psync on the cached file) and
-elbencho when it is on PATH. Each tool's mean number of I/Os in flight comes from its own
-counters: aiobench's phases[].mean_inflight_ops, fio's iodepth_level distribution, and for
-elbencho Little's law over its latency mean and IOPS.
+elbencho when it is on PATH. On the devices a plain C loop (depthref.c, compiled here at
+bench time) makes the syscalls aiobench's native engine makes and nothing else: what
+aiobench reaches against it is what its client costs, apart from the device. Each tool's
+mean number of I/Os in flight comes from its own counters: aiobench's
+phases[].mean_inflight_ops, fio's iodepth_level distribution, the plain loop's latencies
+over its time and for elbencho Little's law over its latency mean and IOPS.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import io
 import os
 import shlex
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -59,6 +63,7 @@ CACHE_IOPS_TARGET = 0.98  # and at least 0.98x fio psync's on the page-cache row
 INFLIGHT_TARGET = 0.99  # aiobench's mean I/Os in flight at least this share of t x qd
 LOOP_CPU_TARGET = 1.1  # loop-thread CPU per op at -t 256 at most this multiple of -t 2's
 ZRAM = "zram0"
+PLAIN = "plain-loop"  # the plain C loop's tool name (depthref.c)
 # fio's iodepth_level buckets: each covers depths from its value up to the next one's.
 FIO_DEPTH_FLOOR = {"1": 1, "2": 2, "4": 4, "8": 8, "16": 16, "32": 32, ">=64": 64}
 IOPS = Workload("depth", "4 KiB random read", "4k", True, False, 1, None)  # (for fmt_figure)
@@ -90,11 +95,12 @@ class DepthRow:
         where = {"loop": "loop device", "zram": "zram", "cache": "page cache"}[self.target]
         return f"{where}, -t {self.threads} x qd {self.iodepth}"
 
-    def tools(self, elbencho: bool) -> tuple[str, ...]:
+    def tools(self, elbencho: bool, plain: bool = False) -> tuple[str, ...]:
         # libaio on a cached (buffered) file completes every read inside io_submit, so the
         # page-cache rows use psync, as the data section does.
         fio = ("fio-libaio", "fio-io_uring") if self.direct else ("fio-psync",)
-        return ("aiobench", *fio, *(("elbencho",) if elbencho else ()))
+        more = (*((PLAIN,) if plain and self.direct else ()), *(("elbencho",) if elbencho else ()))
+        return ("aiobench", *fio, *more)
 
     @property
     def reference(self) -> str:
@@ -183,6 +189,47 @@ def fio_argv(fio: str, engine: str, row: DepthRow, path: str, runtime: int, out:
     ]
 
 
+def plain_argv(exe: str, row: DepthRow, path: str, runtime: float) -> list[str]:
+    return [exe, path, str(row.threads), str(row.iodepth), str(runtime)]
+
+
+def plain_figures(stdout: str, cpu_s: float) -> Figures:
+    """The plain loop's line: reads, elapsed ns and the sum of their latencies (ns); its
+    process's CPU time ``cpu_s`` over the reads."""
+    fields = stdout.split()
+    if len(fields) != 3:
+        raise ToolError(f"{PLAIN}: unexpected output {stdout.strip()!r}")
+    reads, elapsed_ns, latency_ns = (int(f) for f in fields)
+    if reads <= 0 or elapsed_ns <= 0:
+        raise ToolError(f"{PLAIN}: {reads} reads in {elapsed_ns} ns")
+    return {
+        "iops": reads / (elapsed_ns / 1e9),
+        "p50_ns": NAN,
+        "p99_ns": NAN,
+        "mean_inflight": latency_ns / elapsed_ns,
+        "cpu_per_op_ns": cpu_s / reads * 1e9,
+        "loop_cpu_per_op_ns": NAN,
+    }
+
+
+def compile_plain(workdir: str) -> str | None:
+    """depthref.c compiled into ``workdir``; None (logged) without a C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        log(f"depth: no C compiler: no {PLAIN} column")
+        return None
+    exe = os.path.join(workdir, "depthref")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "depthref.c")
+    proc = subprocess.run(
+        [cc, "-O2", "-pthread", "-o", exe, source], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no message"])[0]
+        log(f"depth: compiling depthref.c failed ({why}): no {PLAIN} column")
+        return None
+    return exe
+
+
 def elbencho_argv(
     exe: str, row: DepthRow, path: str, size: int, runtime: int, out: str
 ) -> list[str]:
@@ -231,6 +278,7 @@ class Tools:
     fio: str
     elbencho: str | None
     cpus: int
+    plain: str | None = None  # the compiled depthref.c
 
 
 def depth_once(
@@ -242,6 +290,9 @@ def depth_once(
     elif tool == "elbencho":
         assert tools.elbencho is not None
         argv = elbencho_argv(tools.elbencho, row, path, size, runtime, out)
+    elif tool == PLAIN:
+        assert tools.plain is not None
+        argv = plain_argv(tools.plain, row, path, runtime)
     else:
         argv = fio_argv(tools.fio, tool.split("-", 1)[1], row, path, runtime, out)
     if os.path.exists(out):
@@ -255,6 +306,8 @@ def depth_once(
         fig["mean_inflight"] = little_inflight(fig["iops"], fig.pop("mean_lat_ns"))
         fig["cpu_per_op_ns"] = NAN  # (its process's CPU time includes its start-up)
         fig["loop_cpu_per_op_ns"] = NAN
+    elif tool == PLAIN:
+        fig = plain_figures(run.stdout, run.tool_cpu_s)
     else:
         fig = fio_depth_figures(load_json(out, tool), row)
     fig["foreign_load"] = run.foreign_load
@@ -328,7 +381,7 @@ def measure_rows(
     samples: dict[str, dict[str, list[Figures]]] = {}
     elbencho = tools.elbencho is not None
     for row in rows:
-        names = row.tools(elbencho)
+        names = row.tools(elbencho, tools.plain is not None)
         runs: dict[str, list[Figures]] = {tool: [] for tool in names}
         once = functools.partial(depth_once, tools, row)
         for tool in names:
@@ -356,7 +409,8 @@ def measure_depth(
 ) -> tuple[dict[str, dict[str, list[Figures]]], Row]:
     size = args.depth_size
     out = os.path.join(workdir, "depth.out")
-    tools = Tools(aiobench_exe, fio_exe, shutil.which("elbencho"), os.cpu_count() or 1)
+    plain = compile_plain(workdir)
+    tools = Tools(aiobench_exe, fio_exe, shutil.which("elbencho"), os.cpu_count() or 1, plain)
     samples: dict[str, dict[str, list[Figures]]] = {}
     meta: Row = {
         "size": size,
@@ -393,6 +447,8 @@ def measure_depth(
         "aiobench (page cache)": shlex.join(aiobench_argv(aiobench_exe, cache, "FILE", t, "OUT")),
         "fio (page cache)": shlex.join(fio_argv(fio_exe, "psync", cache, "FILE", t, "OUT")),
     }
+    if plain:
+        meta["commands"][PLAIN] = shlex.join(["depthref", *plain_argv(plain, dev, "DEV", t)[1:]])
     if tools.elbencho:
         meta["commands"]["elbencho"] = shlex.join(
             elbencho_argv(tools.elbencho, dev, "DEV", size, t, "OUT")
@@ -459,6 +515,19 @@ def depth_targets(summary: Row) -> list[Row]:
                 row.iops_target,
             )
         )
+        if PLAIN in med:  # (shown without a target: what aiobench's client costs)
+            targets.append(
+                target_row(
+                    "depth",
+                    f"{row.label}: IOPS against the plain C loop",
+                    med["aiobench"]["iops"],
+                    med[PLAIN]["iops"],
+                    "plain C loop",
+                    functools.partial(fmt_figure, IOPS),
+                    ">=",
+                    None,
+                )
+            )
         if row.target == "cache":
             continue  # (see depth_targets)
         inflight = target_row(
@@ -514,6 +583,14 @@ def print_depth_markdown(summary: Row, meta: Row) -> None:
         "psync on the page cache (libaio completes buffered reads inside io_submit)"
         + ("; elbencho: " + d["elbencho"] if d["elbencho"] else "; elbencho: not on PATH")
     )
+    if PLAIN in d["commands"]:
+        print(
+            f"- {PLAIN}: scripts/aiobench_bench/depthref.c compiled with cc -O2 at bench time, "
+            "the syscalls of aiobench's native engine and nothing else (one pread after "
+            "the other at depth 1; above it a Linux AIO context per thread, the free "
+            "positions submitted in one io_submit, io_getevents for at least one), each "
+            "read timed from submission to completion"
+        )
     print(
         "- Latency: aiobench's latency.io percentiles, fio's lat_ns (submission to "
         "completion). CPU per op: aiobench's cpu_percent of all CPUs over LAST DONE, fio's "
@@ -525,7 +602,8 @@ def print_depth_markdown(summary: Row, meta: Row) -> None:
         "- Mean I/Os in flight: aiobench's mean_inflight_ops (its latencies' sum over "
         "LAST DONE's time, Little's law); fio's iodepth_level distribution (the depth at "
         "each submission, by power-of-two bucket, the buckets' lower bounds averaged) times "
-        "numjobs; elbencho's IOPS times its mean latency"
+        f"numjobs; {PLAIN}'s latencies' sum over its time; elbencho's IOPS times its mean "
+        "latency"
     )
     print()
     print(

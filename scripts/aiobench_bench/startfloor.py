@@ -7,9 +7,11 @@ does (anyio on uvloop), and writes one 4 KiB block to FILE from an executor thre
 prints the wall clock (seconds since the epoch) at that write's start: the startup
 section's time from exec to the first operation of this program is the least a run of
 aiobench could take on this machine with these packages, with no option parsed, no plan
-made and no result kept.
+made and no result kept. With --without-numpy it leaves numpy out: the floor of the other
+packages, which issue #28's start-up targets would sit on were numpy loaded only by the
+runs that compute with it.
 
-Usage: python startfloor.py FILE
+Usage: python startfloor.py [--without-numpy] FILE
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ import time
 import anyio
 import anyio.to_thread
 import hdrh.histogram  # noqa: F401  (loaded by every run: its latency histograms)
-import numpy
-import numpy.random  # (the offsets' and the write buffers' generators)
 import typer  # noqa: F401  (the command line)
 import uvloop  # noqa: F401  (anyio's loop, as aiobench starts it)
 
@@ -31,7 +31,7 @@ BLOCK = 4096
 
 def write_one(path: str) -> float:
     """Write one block of zeros at offset 0 of ``path``; the wall clock at its start."""
-    block = numpy.zeros(BLOCK, dtype=numpy.uint8).tobytes()
+    block = bytes(BLOCK)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         started = time.time()
@@ -46,10 +46,16 @@ async def first_op(path: str) -> float:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    with_numpy = args[:1] != ["--without-numpy"]
+    if not with_numpy:
+        args = args[1:]
+    if len(args) != 1:
         sys.exit(__doc__.rstrip().rsplit("\n", 1)[-1])
+    if with_numpy:  # (the offsets' and the write buffers' generators: numpy.random)
+        import numpy.random  # noqa: F401
     options = {"use_uvloop": True}
-    print(repr(anyio.run(first_op, sys.argv[1], backend="asyncio", backend_options=options)))
+    print(repr(anyio.run(first_op, args[0], backend="asyncio", backend_options=options)))
 
 
 if __name__ == "__main__":

@@ -10,13 +10,14 @@ clock just before the process was started; millisecond resolution). Targets: iss
 timed operation under 0.15 s). Beside them, the floor under the first timed operation: a
 program that loads what a run of aiobench loads (typer, numpy, hdrhistogram, anyio on
 uvloop), starts its event loop and writes one block from an executor thread, and nothing
-else (:mod:`aiobench_bench.startfloor`); from start to that write. Wall time of each
-process, after a wait for a quiet machine, the commands in an order that rotates every
-round, --startup-runs rounds after one discarded round; medians with min - max. The
-commands run without PYTHONDONTWRITEBYTECODE (kept by some sandboxes and CI images): an
-installed package has its bytecode cached (pip compiles it on install; an editable
-install's first run writes it), so the discarded round writes what a user's installation
-has, and no round compiles aiobench's sources again.
+else (:mod:`aiobench_bench.startfloor`); from start to that write; and the same without
+numpy (what is left of the first op's 0.15 s were numpy loaded only where it is used).
+Wall time of each process, after a wait for a quiet machine, the commands in an order that
+rotates every round, --startup-runs rounds after one discarded round; medians with
+min - max. The commands run without PYTHONDONTWRITEBYTECODE (kept by some sandboxes and CI
+images): an installed package has its bytecode cached (pip compiles it on install; an
+editable install's first run writes it), so the discarded round writes what a user's
+installation has, and no round compiles aiobench's sources again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ TINY = "aiobench -w -r -b 4k -s 4k"
 TINY_RUN = f"{TINY}: start to exit"
 FIRST_OP = f"{TINY}: start to first timed op"
 FLOOR = "the packages, an event loop, one write: start to first op"
+FLOOR_BARE = "the same without numpy: start to first op"
 FLOOR_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startfloor.py")
 
 
@@ -103,8 +105,9 @@ def tiny_run_once(argv: list[str], label: str) -> tuple[float, float]:
     return took, (first - started).total_seconds()
 
 
-def floor_argv(workdir: str) -> list[str]:
-    return [sys.executable, FLOOR_SCRIPT, os.path.join(workdir, "floor-file")]
+def floor_argv(workdir: str, numpy: bool = True) -> list[str]:
+    leave_out = () if numpy else ("--without-numpy",)
+    return [sys.executable, FLOOR_SCRIPT, *leave_out, os.path.join(workdir, "floor-file")]
 
 
 def floor_once(argv: list[str]) -> float:
@@ -133,9 +136,10 @@ def measure_startup(
     commands = startup_commands(base)
     commands[TINY] = tiny_run_argv(aiobench_exe, workdir)
     commands[FLOOR] = floor_argv(workdir)
+    commands[FLOOR_BARE] = floor_argv(workdir, numpy=False)
     labels = list(commands)
     times: dict[str, list[float]] = {label: [] for label in [BARE, HELP, VERSION]}
-    times |= {TINY_RUN: [], FIRST_OP: [], FLOOR: []}
+    times |= {TINY_RUN: [], FIRST_OP: [], FLOOR: [], FLOOR_BARE: []}
     for i in range(args.startup_runs + 1):  # round 0 is discarded (cold caches)
         wait_quiet(args.quiet_wait, args.max_load)
         shift = i % len(labels)
@@ -145,10 +149,10 @@ def measure_startup(
                 if i:
                     times[TINY_RUN].append(took)
                     times[FIRST_OP].append(first)
-            elif label == FLOOR:
+            elif label in (FLOOR, FLOOR_BARE):
                 first = floor_once(commands[label])
                 if i:
-                    times[FLOOR].append(first)
+                    times[label].append(first)
             else:
                 took = startup_once(commands[label], label)
                 if i:
@@ -166,7 +170,9 @@ def measure_startup(
     shown = {label: shlex.join(argv) for label, argv in commands.items() if label != TINY}
     meta: Row = {
         "runs": args.startup_runs,
-        "commands": shown | {TINY_RUN: tiny, FIRST_OP: tiny, FLOOR: shlex.join(floor_argv("DIR"))},
+        "commands": shown
+        | {TINY_RUN: tiny, FIRST_OP: tiny, FLOOR: shlex.join(floor_argv("DIR"))}
+        | {FLOOR_BARE: shlex.join(floor_argv("DIR", numpy=False))},
     }
     return rows, meta
 
@@ -201,6 +207,14 @@ def startup_targets(rows: Row) -> list[Row]:
             "packages + loop + 1 write", fmt_seconds, "<=", None,
         )
     )  # fmt: skip
+    if FLOOR_BARE in rows:  # (a bench report of before the row has none)
+        out.append(
+            target_row(
+                "startup", "the floor without numpy: of the first op's target",
+                rows[FLOOR_BARE]["median"], FIRST_OP_TARGET_S, "#28 target", fmt_seconds,
+                "<=", None,
+            )
+        )  # fmt: skip
     for label, target_s in ((TINY_RUN, TINY_RUN_TARGET_S), (FIRST_OP, FIRST_OP_TARGET_S)):
         value = rows[label]["median"]
         out.append(target_row("startup", label, value, bare, BARE, fmt_seconds, "<=", None))
@@ -230,7 +244,9 @@ def print_startup_markdown(rows: Row, meta: Row) -> None:
     print(f"| command | to | median | min - max | ratio to {BARE} |")
     print("|---|---|---:|---:|---:|")
     for label, row in rows.items():
-        to = "first timed op" if label == FIRST_OP else "first op" if label == FLOOR else "exit"
+        to = {FIRST_OP: "first timed op", FLOOR: "first op", FLOOR_BARE: "first op"}.get(
+            label, "exit"
+        )
         print(
             f"| `{su['commands'][label]}` | {to} | {fmt_seconds(row['median'])} | "
             f"{fmt_seconds(row['min'])} - {fmt_seconds(row['max'])} | "

@@ -4,6 +4,10 @@ each tool's result, the command lines and the targets. Nothing here runs a tool.
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +17,12 @@ from aiobench_bench.depth import (
     ALL_ROWS,
     CACHE_ROWS,
     LOOP_ROWS,
+    PLAIN,
     ZRAM_ROWS,
     DepthRow,
     aiobench_argv,
     aiobench_depth_figures,
+    compile_plain,
     depth_summarise,
     depth_targets,
     elbencho_figures,
@@ -24,6 +30,8 @@ from aiobench_bench.depth import (
     fio_depth_figures,
     fio_mean_depth,
     little_inflight,
+    plain_argv,
+    plain_figures,
 )
 
 # fio's iodepth_level keys, all at 0 %.
@@ -141,6 +149,8 @@ def test_rows_tools_and_references() -> None:
     assert [r.key for r in LOOP_ROWS] == ["loop-t1-qd1", "loop-t1-qd32", "loop-t16-qd16"]
     assert [r.slots for r in (*ZRAM_ROWS, *CACHE_ROWS)] == [32, 256, 2, 256]
     assert LOOP_ROWS[0].tools(False) == ("aiobench", "fio-libaio", "fio-io_uring")
+    assert LOOP_ROWS[0].tools(True, True)[3:] == (PLAIN, "elbencho")
+    assert PLAIN not in CACHE_ROWS[0].tools(False, True)  # (a device's syscalls only)
     assert CACHE_ROWS[0].tools(True) == ("aiobench", "fio-psync", "elbencho")
     assert (LOOP_ROWS[1].reference, LOOP_ROWS[1].iops_target) == ("fio-libaio", 1.0)
     assert (CACHE_ROWS[1].reference, CACHE_ROWS[1].iops_target) == ("fio-psync", 0.98)
@@ -206,3 +216,65 @@ def test_a_missing_reference_leaves_the_target_undecided() -> None:
     t = {row["what"]: row for row in depth_targets(summary)}
     assert t["zram, -t 1 x qd 32: IOPS"]["met"] is None
     assert t["zram, -t 1 x qd 32: mean I/Os in flight"]["met"] is True
+
+
+def test_the_plain_loops_line_gives_iops_in_flight_and_cpu_per_read() -> None:
+    fig = plain_figures("50000 2000000000 64000000000\n", cpu_s=1.5)
+    assert fig["iops"] == 25_000.0
+    assert fig["mean_inflight"] == 32.0  # 64 s of latency over 2 s
+    assert fig["cpu_per_op_ns"] == 30_000.0
+    assert math.isnan(fig["p99_ns"])
+    for bad in ("", "1 2", "0 1000 5", "a b c"):
+        with pytest.raises((ToolError, ValueError)):
+            plain_figures(bad, cpu_s=1.0)
+
+
+def test_the_plain_loop_is_shown_beside_aiobench_without_a_target() -> None:
+    samples = {
+        "loop-t1-qd1": {
+            "aiobench": [figures(90.0, 1.0)],
+            "fio-libaio": [figures(100.0, 1.0)],
+            PLAIN: [figures(95.0, 1.0)],
+        }
+    }
+    t = {row["what"]: row for row in depth_targets(depth_summarise(samples))}
+    plain = t["loop device, -t 1 x qd 1: IOPS against the plain C loop"]
+    assert plain["ratio"] == pytest.approx(90 / 95) and plain["met"] is None
+    assert t["loop device, -t 1 x qd 1: IOPS"]["met"] is False  # (still against fio)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_the_plain_loop_reads_with_its_depth_in_flight(tmp_path: Path) -> None:
+    """depthref.c built as the bench builds it, run on a file: every read counted, and at
+    a depth of 4 on 2 threads up to 8 in flight (its own latency sum over its time)."""
+    exe = compile_plain(str(tmp_path))
+    assert exe is not None and os.access(exe, os.X_OK)
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(1 << 20))
+    for row, most in ((DepthRow("loop", 1, 1), 1.0), (DepthRow("loop", 2, 4), 8.0)):
+        proc = subprocess.run(
+            plain_argv(exe, row, str(data), 0.3),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        if proc.returncode != 0 and "Invalid argument" in proc.stderr:
+            pytest.skip(f"no O_DIRECT on {tmp_path}'s filesystem")
+        assert proc.returncode == 0, proc.stderr
+        fig = plain_figures(proc.stdout, cpu_s=0.1)
+        assert fig["iops"] > 0
+        assert 0 < fig["mean_inflight"] <= most * 1.001
+
+
+def test_the_plain_loop_refuses_what_it_cannot_read(tmp_path: Path) -> None:
+    exe = compile_plain(str(tmp_path)) if shutil.which("cc") else None
+    if exe is None:
+        pytest.skip("no C compiler")
+    for argv in (
+        [exe],
+        [exe, str(tmp_path / "missing"), "1", "1", "1"],
+        [exe, str(tmp_path), "1", "1", "1"],
+    ):
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+        assert proc.returncode != 0 and proc.stdout == "" and proc.stderr

@@ -1,10 +1,10 @@
 /* The depth section's plain reference: 4 KiB random reads with O_DIRECT, nothing else.
  *
  * depthref DEVICE THREADS DEPTH SECONDS: THREADS threads read random 4 KiB blocks of
- * DEVICE (or a file) for SECONDS, each keeping DEPTH reads in flight the way aiobench's native engine
- * does: at a depth of 1 one pread after the other; above it one Linux AIO context per
- * thread, every free position submitted in one io_submit, then io_getevents for at least
- * one. Each read is timed from its submission to its completion. Prints "<reads>
+ * DEVICE (or a file) for SECONDS, each keeping DEPTH reads in flight the way aiobench's
+ * native engine does: at a depth of 1 one pread after the other; above it one Linux AIO
+ * context per thread, every free position submitted in one io_submit, then io_getevents
+ * for at least one. Each read is timed from its submission to its completion. Prints "<reads>
  * <elapsed_ns> <latency_sum_ns>" over all threads (elapsed: from the common start to the
  * last thread's last completion), so the mean number in flight is latency_sum / elapsed.
  */
@@ -60,8 +60,10 @@ static void fail(const char *what)
 
 static void read_one_by_one(Worker *w, int fd, char *buf)
 {
-    while (now_ns() < end_ns) {
+    for (;;) {
         int64_t t0 = now_ns();
+        if (t0 >= end_ns)
+            break;
         if (pread(fd, buf, BLOCK, next_offset(w)) != BLOCK)
             fail("pread");
         int64_t t1 = now_ns();
@@ -157,7 +159,9 @@ int main(int argc, char **argv)
     uint64_t size = 0;
     if (fd < 0 || fstat(fd, &st) < 0)
         fail(path);
-    if (S_ISBLK(st.st_mode) ? ioctl(fd, BLKGETSIZE64, &size) < 0 : (size = (uint64_t)st.st_size, 0))
+    if (!S_ISBLK(st.st_mode))
+        size = (uint64_t)st.st_size;
+    else if (ioctl(fd, BLKGETSIZE64, &size) < 0)
         fail(path);
     close(fd);
     blocks = size / BLOCK;

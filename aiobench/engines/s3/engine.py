@@ -724,13 +724,24 @@ class _Requests:
 
     async def _in_flight(self, requests: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
         """The results of ``requests``, in order, up to the job's depth of them at a time
-        (a task group); the first to fail is raised once the others are cancelled."""
+        (a task group); the first to fail is raised once the others are cancelled. None
+        starts once one has failed: the place it frees would otherwise go to the next
+        request before the group is cancelled (a part PUT after the one that failed, sent
+        before the upload's abort, and on S3 perhaps kept past it)."""
         gate = anyio.Semaphore(self.job.depth)
         results: dict[int, T] = {}
+        stopped = False
 
         async def limited(index: int, request: Callable[[], Awaitable[T]]) -> None:
+            nonlocal stopped
             async with gate:
-                results[index] = await request()
+                if stopped:
+                    return
+                try:
+                    results[index] = await request()
+                except BaseException:
+                    stopped = True
+                    raise
 
         try:
             async with anyio.create_task_group() as group:

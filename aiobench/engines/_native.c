@@ -249,6 +249,34 @@ sys_io_getevents(aio_context_t ctx, long min, long max, struct io_event *events)
     return syscall(SYS_io_getevents, ctx, min, max, events, NULL);
 }
 
+/* The head of the completion ring the kernel maps at a Linux AIO context's address (its
+ * layout is the kernel's ABI): events head..tail are complete, not reaped yet. */
+typedef struct {
+    unsigned id, nr, head, tail, magic, compat_features, incompat_features, header_length;
+} AioRing;
+#define AIO_RING_MAGIC 0xa10a10a1u
+
+/* --poll: wait on the CPU until the ring holds a completion (io_getevents then takes it
+ * without sleeping), instead of sleeping in io_getevents: on a device that completes in
+ * microseconds the wake-up of a sleeping thread is a large part of each operation's time
+ * (measured: 4 KiB direct reads at depth 1 on a loop device, 2-CPU VM). A ring of another
+ * layout is not watched. */
+static void
+ring_wait(aio_context_t ctx)
+{
+    const AioRing *ring = (const AioRing *)(uintptr_t)ctx;
+    if (ring->magic != AIO_RING_MAGIC || ring->incompat_features != 0)
+        return;
+    while (__atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE)) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+    }
+}
+
 /* What one in-flight position holds. */
 typedef struct {
     struct iocb cb;
@@ -803,7 +831,7 @@ typedef struct {
     PyObject *fds, *offsets, *starts, *ends, *intended, *gate, *leaves, *io_starts, *io_ends,
         *stop;
     int fd, dfd, op, flags, mode, mix_pct, err;
-    char reading, verify, verify_direct, tolerate, carry, follows, read_inline, stat_inline;
+    char reading, verify, verify_direct, tolerate, carry, follows, poll, read_inline, stat_inline;
     Py_ssize_t length, depth, var_words, size, block, start, first, n, n_io, done, index;
     long long mix_base, first_seq, schedule_ns, until_ns, deadline_ns;
     unsigned long long salt, a, b, c;
@@ -896,6 +924,7 @@ static PyMemberDef spec_members[] = {
     SPEC_FIELD(depth, T_PYSSIZET, 0, "file_aio: operations in flight at most"),
     SPEC_FIELD(carry, T_BOOL, 0, "file_aio: until_ns is a run's budget (not the phase's end): past it, keep the queue full and leave what is in flight to the slot's next call"),
     SPEC_FIELD(follows, T_BOOL, 0, "file_aio, with carry: the slot has operations after this run: near its end, leave its last ones in flight to the next call too"),
+    SPEC_FIELD(poll, T_BOOL, 0, "file_aio, --poll: wait for completions on the CPU (the ring), not asleep"),
     SPEC_FIELD(intended, T_OBJECT, 0, "pacing: int64 array, each operation's due start"),
     SPEC_FIELD(gate, T_OBJECT, 0, "a first run: the start gate's int64 word; else None"),
     /* dir mode */
@@ -1242,7 +1271,7 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         take(&v, sp->ends, 1, 8, "ends", (void **)&ends, &n_ends) ||
         take(&v, sp->gate, 1, 8, "gate", (void **)&gate, &n_gate))
         goto fail;
-    const int fd0 = sp->fd, reading = sp->reading;
+    const int fd0 = sp->fd, reading = sp->reading, poll = sp->poll;
     long long until_ns = sp->until_ns;
     const Py_ssize_t length = sp->length, depth = sp->depth, area_bytes = slot->read_area;
     uint8_t *rmem = slot->read.buf;
@@ -1412,6 +1441,8 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             break; /* the run's done ones are: what is in flight is carried */
         if (inflight == 0)
             break; /* all done, or nothing more may start */
+        if (poll)
+            ring_wait(ctx);
         long got;
         do
             got = sys_io_getevents(ctx, 1, inflight, events);

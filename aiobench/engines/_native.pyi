@@ -96,6 +96,7 @@ class Spec:
     depth: int
     carry: bool
     follows: bool
+    poll: bool
     intended: Array | None
     gate: Array | None
     # dir mode

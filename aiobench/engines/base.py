@@ -125,6 +125,7 @@ class IoOptions:
     """How a phase issues its operations; made once per phase, shared by all its jobs."""
 
     direct: bool = False
+    poll: bool = False  # --poll: a thread waits for its completions on the CPU (native AIO)
     ignore_missing: bool = False  # dir mode, --nodelerr: a missing entry counts as done
     verify: int | None = None  # --verify SALT: write the pattern / check what is read
     verify_direct: bool = False  # --verifydirect: read each written block back

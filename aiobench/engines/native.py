@@ -161,8 +161,8 @@ def _queues(kind: PhaseKind, opts: IoOptions) -> bool:
 
 def _file_run(job: Job, ops: OpRun) -> RawBatch:
     """A file-mode run in one call: the Python engine's ``_composed`` loop, in C
-    (``file_run``); with a depth above 1, plain reads and stamped writes go through Linux
-    AIO (``file_aio``: up to ``job.depth`` operations in flight, each timed from its
+    (``file_run``); with a depth above 1 or --poll, plain reads and stamped writes go
+    through Linux AIO (``file_aio``: up to ``job.depth`` operations in flight, each timed from its
     submission to the reaping of its completion, the instants in completion order). After
     an operation ends past the budget, the operations submitted by then complete and are
     the run's done ones, so they are still the first of the run (the failing one excepted
@@ -176,7 +176,7 @@ def _file_run(job: Job, ops: OpRun) -> RawBatch:
     assert buf is not None
     spec = _file_spec(job, ops, buf)
     slot = cast("_native.Slot", buf.state)  # (made by the extension: it is built)
-    status = (_native.file_aio if spec.depth > 1 else _native.file_run)(slot, spec)
+    status = (_native.file_aio if spec.depth > 1 or spec.poll else _native.file_run)(slot, spec)
     done = spec.done
     batch = RawBatch(spec.starts[:done], spec.ends[:done])
     if spec.intended is not None:
@@ -222,8 +222,10 @@ def _phase_spec(job: Job, ops: OpRun, buf: SlotBuffer, key: object) -> _native.S
     var_words = -1
     if (not reading or mix is not None) and salt is None and pct is not None and buf.windows:
         var_words = -(-length * pct // 100) // 8 if pct else 0
-    # Linux AIO: with ``depth`` slots' worth of read memory and windows (SlotBuffer's).
-    depth = job.depth if job.depth > 1 and mix is None and _queues(job.kind, opts) else 1
+    # Linux AIO: with ``depth`` slots' worth of read memory and windows (SlotBuffer's);
+    # with --poll at a depth of 1 too (pread has no completion to poll for).
+    queued = mix is None and _queues(job.kind, opts)
+    depth = job.depth if queued else 1
     return _native.Spec(
         key=key,
         length=length,
@@ -237,6 +239,7 @@ def _phase_spec(job: Job, ops: OpRun, buf: SlotBuffer, key: object) -> _native.S
         read_inline=opts.read_inline,
         var_words=var_words,
         depth=depth,
+        poll=queued and opts.poll,
     )
 
 

@@ -127,6 +127,8 @@ def render_plan(cfg: BenchConfig, resolved: Resolved, kinds: list[PhaseKind]) ->
     layout = resolved.layout
     if cfg.nofdsharing and not isinstance(layout, DirLayout):
         slots += ", each thread opening every PATH itself (--nofdsharing)"
+    if cfg.poll:
+        slots += ", polling for completions (--poll)"
     out += _row("Threads", slots)
     if isinstance(layout, DirLayout) and cfg.object_storage:
         prefixes = "no key prefix" if layout.dirs == 0 else f"{layout.dirs} key prefixes"

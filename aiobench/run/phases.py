@@ -142,6 +142,7 @@ class PhaseRun:
         self.streams = streams_for(cfg, layout, kind, phase_index, ctx.threads)
         options = IoOptions(
             direct=cfg.direct,
+            poll=cfg.poll,
             ignore_missing=cfg.nodelerr,
             verify=cfg.verify,
             verify_direct=cfg.verifydirect,

@@ -76,6 +76,25 @@ def test_poll_waits_for_each_read_on_the_cpu_not_asleep(
         assert awake < asleep, (asleep, awake)
 
 
+@pytest.mark.skipif(not native.available(), reason="the native engine is not built here")
+def test_poll_writes_the_bytes_a_run_without_it_writes(
+    ext4_loop: Ext4Loop, run_cli: RunCli
+) -> None:
+    """Stamped writes through AIO at depth 1 (pread's and pwrite's place without --poll)
+    and at depth 4: the same bytes for the same --seed."""
+    mnt = ext4_loop.setup(64 << 20, direct_io=True)
+    for depth in ("1", "4"):
+        files = []
+        for extra in ((), ("--poll",)):
+            target = mnt / f"file{depth}{''.join(extra)}"
+            args = ["-w", "-t", "1", "--iodepth", depth, "-b", "4k", "-s", "1m", "--direct"]
+            proc = run_cli(*args, "--seed", "5", "--nolive", *extra, str(target))
+            assert proc.returncode == 0, proc.stderr
+            files.append(target.read_bytes())
+        assert len(files[0]) == 1 << 20
+        assert files[0] == files[1]
+
+
 def test_the_note_says_when_polling_threads_take_every_cpu(run_cli: RunCli, tmp_path: Path) -> None:
     if not native.available():
         pytest.skip("the native engine is not built here")

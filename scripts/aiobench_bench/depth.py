@@ -64,6 +64,10 @@ INFLIGHT_TARGET = 0.99  # aiobench's mean I/Os in flight at least this share of 
 LOOP_CPU_TARGET = 1.1  # loop-thread CPU per op at -t 256 at most this multiple of -t 2's
 ZRAM = "zram0"
 PLAIN = "plain-loop"  # the plain C loop's tool name (depthref.c)
+# aiobench --poll against fio's polling libaio (io_getevents with min 0, the ring read in
+# user space): on the one-thread device rows, where a polling thread leaves a CPU free.
+AIOBENCH_POLL, FIO_POLL = "aiobench-poll", "fio-poll"
+FIO_POLL_OPTIONS = ("--userspace_reap=1", "--iodepth_batch_complete_min=0")
 # fio's iodepth_level buckets: each covers depths from its value up to the next one's.
 FIO_DEPTH_FLOOR = {"1": 1, "2": 2, "4": 4, "8": 8, "16": 16, "32": 32, ">=64": 64}
 IOPS = Workload("depth", "4 KiB random read", "4k", True, False, 1, None)  # (for fmt_figure)
@@ -95,12 +99,18 @@ class DepthRow:
         where = {"loop": "loop device", "zram": "zram", "cache": "page cache"}[self.target]
         return f"{where}, -t {self.threads} x qd {self.iodepth}"
 
+    @property
+    def polls(self) -> bool:
+        """Whether the row has the polling pair: a device row of one thread."""
+        return self.direct and self.threads == 1
+
     def tools(self, elbencho: bool, plain: bool = False) -> tuple[str, ...]:
         # libaio on a cached (buffered) file completes every read inside io_submit, so the
         # page-cache rows use psync, as the data section does.
         fio = ("fio-libaio", "fio-io_uring") if self.direct else ("fio-psync",)
         more = (*((PLAIN,) if plain and self.direct else ()), *(("elbencho",) if elbencho else ()))
-        return ("aiobench", *fio, *more)
+        polling = (AIOBENCH_POLL, FIO_POLL) if self.polls else ()
+        return ("aiobench", *fio, *more, *polling)
 
     @property
     def reference(self) -> str:
@@ -156,17 +166,22 @@ def elbencho_figures(text: str) -> Figures:
     return {"iops": iops, "mean_lat_ns": lat_us * 1e3, "p50_ns": NAN, "p99_ns": NAN}
 
 
-def aiobench_argv(exe: list[str], row: DepthRow, path: str, runtime: int, out: str) -> list[str]:
+def aiobench_argv(
+    exe: list[str], row: DepthRow, path: str, runtime: int, out: str, *, poll: bool = False
+) -> list[str]:
     return [
         *exe,
         *("-r", "-b", "4k", "-t", str(row.threads), "--iodepth", str(row.iodepth)),
         *(("--direct",) if row.direct else ()),
+        *(("--poll",) if poll else ()),
         *("--rand", "--randamount", RANDAMOUNT, "--timelimit", str(runtime)),
         *(path, "--json", out),
     ]
 
 
-def fio_argv(fio: str, engine: str, row: DepthRow, path: str, runtime: int, out: str) -> list[str]:
+def fio_argv(
+    fio: str, engine: str, row: DepthRow, path: str, runtime: int, out: str, *, poll: bool = False
+) -> list[str]:
     return [
         fio,
         "--name=depth",
@@ -186,6 +201,7 @@ def fio_argv(fio: str, engine: str, row: DepthRow, path: str, runtime: int, out:
         "--lat_percentiles=1",  # lat_ns: submission to completion, as aiobench's latency
         "--output-format=json",
         f"--output={out}",
+        *(FIO_POLL_OPTIONS if poll else ()),
     ]
 
 
@@ -285,8 +301,10 @@ def depth_once(
     tools: Tools, row: DepthRow, tool: str, path: str, size: int, runtime: int, out: str
 ) -> Figures:
     """One run of ``tool`` on ``row`` against ``path``: its figures and how clean it was."""
-    if tool == "aiobench":
-        argv = aiobench_argv(tools.aiobench, row, path, runtime, out)
+    if tool in ("aiobench", AIOBENCH_POLL):
+        argv = aiobench_argv(tools.aiobench, row, path, runtime, out, poll=tool == AIOBENCH_POLL)
+    elif tool == FIO_POLL:
+        argv = fio_argv(tools.fio, "libaio", row, path, runtime, out, poll=True)
     elif tool == "elbencho":
         assert tools.elbencho is not None
         argv = elbencho_argv(tools.elbencho, row, path, size, runtime, out)
@@ -298,7 +316,7 @@ def depth_once(
     if os.path.exists(out):
         os.unlink(out)
     run = run_metered(argv, f"{tool} ({row.key})", kthreads=row.direct)
-    if tool == "aiobench":
+    if tool in ("aiobench", AIOBENCH_POLL):
         fig = aiobench_depth_figures(load_json(out, tool), tools.cpus)
     elif tool == "elbencho":
         with open(out, encoding="utf-8") as handle:
@@ -444,6 +462,9 @@ def measure_depth(
     meta["commands"] = {
         "aiobench": shlex.join(aiobench_argv(aiobench_exe, dev, "DEV", t, "OUT")),
         "fio": shlex.join(fio_argv(fio_exe, "ENGINE", dev, "DEV", t, "OUT")),
+        "fio-poll (at -t 1)": shlex.join(
+            fio_argv(fio_exe, "libaio", LOOP_ROWS[0], "DEV", t, "OUT", poll=True)
+        ),
         "aiobench (page cache)": shlex.join(aiobench_argv(aiobench_exe, cache, "FILE", t, "OUT")),
         "fio (page cache)": shlex.join(fio_argv(fio_exe, "psync", cache, "FILE", t, "OUT")),
     }
@@ -528,6 +549,19 @@ def depth_targets(summary: Row) -> list[Row]:
                     None,
                 )
             )
+        if AIOBENCH_POLL in med and FIO_POLL in med:
+            targets.append(
+                target_row(
+                    "depth",
+                    f"{row.label}: aiobench --poll IOPS",
+                    med[AIOBENCH_POLL]["iops"],
+                    med[FIO_POLL]["iops"],
+                    "fio libaio polling",
+                    functools.partial(fmt_figure, IOPS),
+                    ">=",
+                    DEVICE_IOPS_TARGET,
+                )
+            )
         if row.target == "cache":
             continue  # (see depth_targets)
         inflight = target_row(
@@ -582,6 +616,12 @@ def print_depth_markdown(summary: Row, meta: Row) -> None:
         "--lat_percentiles=1, --direct=1 on the devices; libaio and io_uring on the devices, "
         "psync on the page cache (libaio completes buffered reads inside io_submit)"
         + ("; elbencho: " + d["elbencho"] if d["elbencho"] else "; elbencho: not on PATH")
+    )
+    print(
+        f"- {AIOBENCH_POLL}, {FIO_POLL} (device rows of one thread): aiobench --poll (each "
+        "thread waits for its completions on its CPU, watching the AIO ring) against fio "
+        f"libaio's polling ({' '.join(FIO_POLL_OPTIONS)}); "
+        "the other columns sleep until their completions"
     )
     if PLAIN in d["commands"]:
         print(

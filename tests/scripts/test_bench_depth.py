@@ -14,8 +14,10 @@ import pytest
 
 from aiobench_bench.common import NAN, ToolError
 from aiobench_bench.depth import (
+    AIOBENCH_POLL,
     ALL_ROWS,
     CACHE_ROWS,
+    FIO_POLL,
     LOOP_ROWS,
     PLAIN,
     ZRAM_ROWS,
@@ -148,8 +150,13 @@ def test_elbencho_csv_gives_last_done_iops_and_mean_latency() -> None:
 def test_rows_tools_and_references() -> None:
     assert [r.key for r in LOOP_ROWS] == ["loop-t1-qd1", "loop-t1-qd32", "loop-t16-qd16"]
     assert [r.slots for r in (*ZRAM_ROWS, *CACHE_ROWS)] == [32, 256, 2, 256]
-    assert LOOP_ROWS[0].tools(False) == ("aiobench", "fio-libaio", "fio-io_uring")
-    assert LOOP_ROWS[0].tools(True, True)[3:] == (PLAIN, "elbencho")
+    polling = (AIOBENCH_POLL, FIO_POLL)
+    assert LOOP_ROWS[0].tools(False) == ("aiobench", "fio-libaio", "fio-io_uring", *polling)
+    assert LOOP_ROWS[0].tools(True, True)[3:] == (PLAIN, "elbencho", *polling)
+    # The polling pair only where one thread leaves a CPU to the device: -t 1 on a device.
+    assert [r.key for r in ALL_ROWS if r.polls] == ["loop-t1-qd1", "loop-t1-qd32", "zram-t1-qd32"]
+    for row in (LOOP_ROWS[2], ZRAM_ROWS[1], *CACHE_ROWS):
+        assert not set(polling) & set(row.tools(True, True))
     assert PLAIN not in CACHE_ROWS[0].tools(False, True)  # (a device's syscalls only)
     assert CACHE_ROWS[0].tools(True) == ("aiobench", "fio-psync", "elbencho")
     assert (LOOP_ROWS[1].reference, LOOP_ROWS[1].iops_target) == ("fio-libaio", 1.0)
@@ -166,6 +173,16 @@ def test_commands_use_direct_io_only_on_the_devices() -> None:
     assert {"--ioengine=libaio", "--iodepth=32", "--numjobs=1", "--direct=1"} <= set(fio)
     assert {"--thread", "--invalidate=0", "--iomem_align=4096", "--time_based"} <= set(fio)
     assert "--direct=1" not in fio_argv("fio", "psync", CACHE_ROWS[0], "/f", 5, "o.json")
+
+
+def test_the_polling_pair_polls_and_the_others_do_not() -> None:
+    row = LOOP_ROWS[0]
+    assert "--poll" in aiobench_argv(["aiobench"], row, "/dev/loop9", 5, "o.json", poll=True)
+    assert "--poll" not in aiobench_argv(["aiobench"], row, "/dev/loop9", 5, "o.json")
+    polled = fio_argv("fio", "libaio", row, "/dev/loop9", 5, "o.json", poll=True)
+    plain = fio_argv("fio", "libaio", row, "/dev/loop9", 5, "o.json")
+    assert set(polled) - set(plain) == {"--userspace_reap=1", "--iodepth_batch_complete_min=0"}
+    assert not any("userspace_reap" in a or "complete_min" in a for a in plain)
 
 
 def figures(iops: float, inflight: float, loop_cpu: float = NAN) -> dict[str, float]:
@@ -241,6 +258,28 @@ def test_the_plain_loop_is_shown_beside_aiobench_without_a_target() -> None:
     plain = t["loop device, -t 1 x qd 1: IOPS against the plain C loop"]
     assert plain["ratio"] == pytest.approx(90 / 95) and plain["met"] is None
     assert t["loop device, -t 1 x qd 1: IOPS"]["met"] is False  # (still against fio)
+
+
+def test_aiobench_polling_is_held_against_fio_polling() -> None:
+    samples = {
+        "loop-t1-qd1": {
+            "aiobench": [figures(50.0, 1.0)],
+            "fio-libaio": [figures(100.0, 1.0)],
+            AIOBENCH_POLL: [figures(210.0, 1.0), figures(190.0, 1.0), figures(200.0, 1.0)],
+            FIO_POLL: [figures(160.0, 1.0)],
+        },
+        "loop-t1-qd32": {  # (a report from before the pair: no row, no error)
+            "aiobench": [figures(90.0, 32.0)],
+            "fio-libaio": [figures(100.0, 32.0)],
+        },
+    }
+    t = {row["what"]: row for row in depth_targets(depth_summarise(samples))}
+    poll = t["loop device, -t 1 x qd 1: aiobench --poll IOPS"]
+    assert poll["ratio"] == pytest.approx(200 / 160) and poll["met"] is True
+    assert poll["reference_label"] == "fio libaio polling"
+    assert t["loop device, -t 1 x qd 1: IOPS"]["ratio"] == pytest.approx(0.5)  # (unchanged)
+    assert not any("loop device, -t 1 x qd 32: aiobench --poll" in what for what in t)
+    assert "loop device, -t 1 x qd 32: IOPS" in t
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")

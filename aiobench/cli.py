@@ -300,8 +300,7 @@ def _notes(cfg: BenchConfig, resolved: Resolved, job: Coordinator) -> list[str]:
             "metadata calls, waiting for its lock adds to measured latency (use MPI "
             "ranks for latency work)"
         )
-    cpus = len(os.sched_getaffinity(0))
-    if cfg.poll and cfg.threads >= cpus:
+    if cfg.poll and cfg.threads >= (cpus := len(os.sched_getaffinity(0))):
         notes.append(
             f"--poll with -t {cfg.threads} on {cpus} CPUs: each polling thread keeps a CPU "
             "busy, and the device's completions need CPU time too (give fewer threads)"

@@ -162,8 +162,9 @@ def _queues(kind: PhaseKind, opts: IoOptions) -> bool:
 def _file_run(job: Job, ops: OpRun) -> RawBatch:
     """A file-mode run in one call: the Python engine's ``_composed`` loop, in C
     (``file_run``); with a depth above 1 or --poll, plain reads and stamped writes go
-    through Linux AIO (``file_aio``: up to ``job.depth`` operations in flight, each timed from its
-    submission to the reaping of its completion, the instants in completion order). After
+    through Linux AIO (``file_aio``: up to ``job.depth`` operations in flight, each timed
+    from its submission to the reaping of its completion, the instants in completion
+    order). After
     an operation ends past the budget, the operations submitted by then complete and are
     the run's done ones, so they are still the first of the run (the failing one excepted
     after an error). Past a run's budget (not the time limit, nor once a stop is asked) the

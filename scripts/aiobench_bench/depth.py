@@ -68,6 +68,7 @@ PLAIN = "plain-loop"  # the plain C loop's tool name (depthref.c)
 # user space): on the one-thread device rows, where a polling thread leaves a CPU free.
 AIOBENCH_POLL, FIO_POLL = "aiobench-poll", "fio-poll"
 FIO_POLL_OPTIONS = ("--userspace_reap=1", "--iodepth_batch_complete_min=0")
+FIO_POLL_COMMAND = f"{FIO_POLL} (at -t 1)"  # (its key in the commands; older reports lack it)
 # fio's iodepth_level buckets: each covers depths from its value up to the next one's.
 FIO_DEPTH_FLOOR = {"1": 1, "2": 2, "4": 4, "8": 8, "16": 16, "32": 32, ">=64": 64}
 IOPS = Workload("depth", "4 KiB random read", "4k", True, False, 1, None)  # (for fmt_figure)
@@ -297,22 +298,28 @@ class Tools:
     plain: str | None = None  # the compiled depthref.c
 
 
+def depth_argv(
+    tools: Tools, row: DepthRow, tool: str, path: str, size: int, runtime: int, out: str
+) -> list[str]:
+    """The command line of ``tool`` (a name from DepthRow.tools) on ``row``."""
+    if tool in ("aiobench", AIOBENCH_POLL):
+        return aiobench_argv(tools.aiobench, row, path, runtime, out, poll=tool == AIOBENCH_POLL)
+    if tool == FIO_POLL:  # (before the generic fio names: its engine is libaio, not "poll")
+        return fio_argv(tools.fio, "libaio", row, path, runtime, out, poll=True)
+    if tool == "elbencho":
+        assert tools.elbencho is not None
+        return elbencho_argv(tools.elbencho, row, path, size, runtime, out)
+    if tool == PLAIN:
+        assert tools.plain is not None
+        return plain_argv(tools.plain, row, path, runtime)
+    return fio_argv(tools.fio, tool.split("-", 1)[1], row, path, runtime, out)
+
+
 def depth_once(
     tools: Tools, row: DepthRow, tool: str, path: str, size: int, runtime: int, out: str
 ) -> Figures:
     """One run of ``tool`` on ``row`` against ``path``: its figures and how clean it was."""
-    if tool in ("aiobench", AIOBENCH_POLL):
-        argv = aiobench_argv(tools.aiobench, row, path, runtime, out, poll=tool == AIOBENCH_POLL)
-    elif tool == FIO_POLL:
-        argv = fio_argv(tools.fio, "libaio", row, path, runtime, out, poll=True)
-    elif tool == "elbencho":
-        assert tools.elbencho is not None
-        argv = elbencho_argv(tools.elbencho, row, path, size, runtime, out)
-    elif tool == PLAIN:
-        assert tools.plain is not None
-        argv = plain_argv(tools.plain, row, path, runtime)
-    else:
-        argv = fio_argv(tools.fio, tool.split("-", 1)[1], row, path, runtime, out)
+    argv = depth_argv(tools, row, tool, path, size, runtime, out)
     if os.path.exists(out):
         os.unlink(out)
     run = run_metered(argv, f"{tool} ({row.key})", kthreads=row.direct)
@@ -462,7 +469,7 @@ def measure_depth(
     meta["commands"] = {
         "aiobench": shlex.join(aiobench_argv(aiobench_exe, dev, "DEV", t, "OUT")),
         "fio": shlex.join(fio_argv(fio_exe, "ENGINE", dev, "DEV", t, "OUT")),
-        "fio-poll (at -t 1)": shlex.join(
+        FIO_POLL_COMMAND: shlex.join(
             fio_argv(fio_exe, "libaio", LOOP_ROWS[0], "DEV", t, "OUT", poll=True)
         ),
         "aiobench (page cache)": shlex.join(aiobench_argv(aiobench_exe, cache, "FILE", t, "OUT")),
@@ -622,13 +629,14 @@ def print_depth_markdown(summary: Row, meta: Row) -> None:
         "psync on the page cache (libaio completes buffered reads inside io_submit)"
         + ("; elbencho: " + d["elbencho"] if d["elbencho"] else "; elbencho: not on PATH")
     )
-    print(
-        f"- {AIOBENCH_POLL}, {FIO_POLL} (device rows of one thread): aiobench --poll (each "
-        "thread waits for its completions on its CPU, watching the AIO ring) against fio "
-        f"libaio's polling ({' '.join(FIO_POLL_OPTIONS)}), held against the faster of fio "
-        "libaio's polling and sleeping (its polling keeps one read in flight at any "
-        "--iodepth); the other columns sleep until their completions"
-    )
+    if FIO_POLL_COMMAND in d["commands"]:
+        print(
+            f"- {AIOBENCH_POLL}, {FIO_POLL} (device rows of one thread): aiobench --poll (each "
+            "thread waits for its completions on its CPU, watching the AIO ring) against fio "
+            f"libaio's polling ({' '.join(FIO_POLL_OPTIONS)}), held against the faster of fio "
+            "libaio's polling and sleeping (its polling keeps one read in flight at any "
+            "--iodepth); the other columns sleep until their completions"
+        )
     if PLAIN in d["commands"]:
         print(
             f"- {PLAIN}: scripts/aiobench_bench/depthref.c compiled with cc -O2 at bench time, "

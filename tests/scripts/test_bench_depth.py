@@ -18,13 +18,17 @@ from aiobench_bench.depth import (
     ALL_ROWS,
     CACHE_ROWS,
     FIO_POLL,
+    FIO_POLL_COMMAND,
+    FIO_POLL_OPTIONS,
     LOOP_ROWS,
     PLAIN,
     ZRAM_ROWS,
     DepthRow,
+    Tools,
     aiobench_argv,
     aiobench_depth_figures,
     compile_plain,
+    depth_argv,
     depth_summarise,
     depth_targets,
     elbencho_figures,
@@ -34,6 +38,7 @@ from aiobench_bench.depth import (
     little_inflight,
     plain_argv,
     plain_figures,
+    print_depth_markdown,
 )
 
 # fio's iodepth_level keys, all at 0 %.
@@ -185,6 +190,25 @@ def test_the_polling_pair_polls_and_the_others_do_not() -> None:
     assert not any("userspace_reap" in a or "complete_min" in a for a in plain)
 
 
+def test_each_tool_of_a_polling_row_runs_its_own_command() -> None:
+    """The names measure_rows runs map to their command lines: only the pair polls, and
+    fio's polling is libaio (its name's tail is no fio engine)."""
+    tools = Tools(["aiobench"], "fio", "elbencho", 2, "depthref")
+    row = ZRAM_ROWS[0]
+    argv = {
+        tool: depth_argv(tools, row, tool, "/dev/zram0", 1 << 20, 5, "o.json")
+        for tool in row.tools(True, True)
+    }
+    sleeping = ("aiobench", "fio-libaio", "fio-io_uring", PLAIN, "elbencho")
+    assert set(argv) == {*sleeping, AIOBENCH_POLL, FIO_POLL}
+    assert argv[AIOBENCH_POLL] == [*argv["aiobench"][:9], "--poll", *argv["aiobench"][9:]]
+    assert argv[FIO_POLL] == [*argv["fio-libaio"], *FIO_POLL_OPTIONS]
+    assert FIO_POLL_OPTIONS == ("--userspace_reap=1", "--iodepth_batch_complete_min=0")
+    assert "--ioengine=io_uring" in argv["fio-io_uring"]
+    for tool in sleeping:
+        assert not {"--poll", *FIO_POLL_OPTIONS} & set(argv[tool])
+
+
 def figures(iops: float, inflight: float, loop_cpu: float = NAN) -> dict[str, float]:
     return {
         "iops": iops,
@@ -289,6 +313,47 @@ def test_aiobench_polling_is_held_against_fio_polling() -> None:
     assert deep["reference_label"] == "fio libaio sleeping (its faster)"
     assert not any("zram, -t 1 x qd 32: aiobench --poll" in what for what in t)
     assert "zram, -t 1 x qd 32: IOPS" in t
+
+
+def depth_meta(commands: dict[str, str]) -> dict[str, Any]:
+    host = {"date": "today", "host": "h", "kernel": "k", "cpus": 2, "memory": "4 GiB"}
+    tools = {"aiobench_version": "1", "aiobench_ioengine": "native", "fio_version": "fio-3"}
+    depth = {
+        "size": 1 << 30,
+        "runtime": 5,
+        "repeats": 3,
+        "elbencho": None,
+        "zram": None,
+        "loop": {"device": "/dev/loop9", "backing_fs": "ext4", "dio": True},
+        "fill": "aiobench -w DEV",
+        "commands": commands,
+    }
+    return host | tools | {"python": "3.12", "depth": depth}
+
+
+def test_the_table_lists_the_polling_pair_and_older_reports_render(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    polled = fio_argv("fio", "libaio", LOOP_ROWS[0], "DEV", 5, "OUT", poll=True)
+    samples = {
+        "loop-t1-qd1": {
+            "aiobench": [figures(45.0, 1.0)],
+            "fio-libaio": [figures(45.0, 1.0)],
+            AIOBENCH_POLL: [figures(55.0, 1.0)],
+            FIO_POLL: [figures(54.0, 1.0)],
+        }
+    }
+    print_depth_markdown(depth_summarise(samples), depth_meta({FIO_POLL_COMMAND: " ".join(polled)}))
+    text = capsys.readouterr().out
+    assert f"| loop device, -t 1 x qd 1 | {AIOBENCH_POLL} |" in text
+    assert f"| loop device, -t 1 x qd 1 | {FIO_POLL} |" in text
+    assert "--userspace_reap=1 --iodepth_batch_complete_min=0" in text
+    # A report from before the pair: its columns and its command are simply not there.
+    older = {"loop-t1-qd1": {"aiobench": [figures(45.0, 1.0)], "fio-libaio": [figures(45.0, 1.0)]}}
+    print_depth_markdown(depth_summarise(older), depth_meta({"fio": "fio --name=depth"}))
+    text = capsys.readouterr().out
+    assert "| loop device, -t 1 x qd 1 | aiobench |" in text
+    assert FIO_POLL not in text and AIOBENCH_POLL not in text
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")

@@ -163,16 +163,15 @@ def _file_run(job: Job, ops: OpRun) -> RawBatch:
     """A file-mode run in one call: the Python engine's ``_composed`` loop, in C
     (``file_run``); with a depth above 1 or --poll, plain reads and stamped writes go
     through Linux AIO (``file_aio``: up to ``job.depth`` operations in flight, each timed
-    from its submission to the reaping of its completion, the instants in completion
-    order). After
-    an operation ends past the budget, the operations submitted by then complete and are
-    the run's done ones, so they are still the first of the run (the failing one excepted
-    after an error). Past a run's budget (not the time limit, nor once a stop is asked) the
-    queue stays full meanwhile: the run's next operations are submitted and stay in flight
-    in the slot, carried to its next run, which starts with them (``run.after(done)``);
-    a next call that does not (or the slot's close at the phase's end) waits for them
-    and does not count them. A run done within its budget that more operations follow
-    (``job.follows``) carries its last ones alike, a queue's worth."""
+    from its submission to the reaping of its completion, the instants in completion order).
+    After an operation ends past the budget, the operations submitted by then complete and
+    are the run's done ones, so they are still the first of the run (the failing one
+    excepted after an error). Past a run's budget (not the time limit, nor once a stop is
+    asked) the queue stays full meanwhile: the run's next operations are submitted and stay
+    in flight in the slot, carried to its next run, which starts with them
+    (``run.after(done)``); a next call that does not (or the slot's close at the phase's
+    end) waits for them and does not count them. A run done within its budget that more
+    operations follow (``job.follows``) carries its last ones alike, a queue's worth."""
     buf = job.buf
     assert buf is not None
     spec = _file_spec(job, ops, buf)

@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engines import native
-from tests.helpers import Ext4Loop, RunCli
+from tests.helpers import Ext4Loop, RunCli, run_aiobench
 
 pytestmark = pytest.mark.slow  # real CLI runs
 
@@ -34,14 +32,7 @@ def sleeps_and_result(tmp_path: Path, path: Path, *extra: str) -> tuple[int, dic
     out.unlink(missing_ok=True)
     args = ["-r", "-t", "1", "-b", "4k", "--rand", "--direct", "--nolive", "--json", str(out)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw
-    proc = subprocess.run(
-        [sys.executable, "-m", "aiobench", *args, *extra, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, PYTHONWARNINGS="error"),
-        check=False,
-    )
+    proc = run_aiobench(*args, *extra, str(path), timeout=300)
     sleeps = resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw - before
     assert proc.returncode == 0, proc.stderr
     doc: dict[str, object] = json.loads(out.read_text())

@@ -14,6 +14,13 @@ setup(
             optional=True,
             extra_compile_args=["-std=gnu11", "-Wextra", "-Wno-unused-parameter"],
         ),
+        # The latency recorders' folding (without it, numpy folds them).
+        Extension(
+            "aiobench.stats._hdrfold",
+            ["aiobench/stats/_hdrfold.c"],
+            optional=True,
+            extra_compile_args=["-std=gnu11", "-Wextra", "-Wno-unused-parameter"],
+        ),
         # Netbench's data path (--netbench): optional likewise.
         Extension(
             "aiobench.engines.net._netnative",

@@ -19,13 +19,12 @@ from __future__ import annotations
 import errno
 import os
 from time import perf_counter_ns
-from typing import cast, overload
+from typing import TYPE_CHECKING, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from aiobench.engines.base import (
-    Int64Array,
     IoOptions,
     Job,
     RawBatch,
@@ -65,6 +64,9 @@ _NONE: Int64Array = np.empty(0, dtype=np.int64)
 # Block instants a dir-mode run has room for at first (1 MiB for both arrays); a run of
 # bigger files grows them, between files.
 _IO_ROOM = 1 << 16
+
+if TYPE_CHECKING:
+    from aiobench.stats.recorders import Int64Array
 
 
 def available() -> bool:

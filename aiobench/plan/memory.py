@@ -16,7 +16,7 @@ from aiobench.plan.dirmode import DirLayout
 from aiobench.plan.pool import slot_buffer_bytes
 from aiobench.plan.targets import Resolved
 from aiobench.plan.workload import Layout
-from aiobench.stats.recorders import recorder_bytes
+from aiobench.stats.recorders import RECORDER_BYTES
 from aiobench.units import format_bytes
 
 # The buffers may take half of the memory available: the other half is for the page cache
@@ -76,10 +76,8 @@ def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tup
     phases = ((WRITE, cfg.write), (READ, cfg.read))
     moves_data = any(layout.moves_data(kind) for kind, on in phases if on)
     most_ops = 0
-    blocks_per_op = 1  # the latency values of one operation (all of a file's blocks)
     if isinstance(layout, DirLayout):
         most_ops = layout.files_per_rank() if cfg.file_phases else layout.dirs
-        blocks_per_op = -(-layout.file_size // layout.block_size) if moves_data else 1
     elif cfg.rand and cfg.randamount_bytes is not None:
         most_ops = cfg.randamount_bytes // slices // layout.block_size
     elif cfg.strided:
@@ -92,8 +90,7 @@ def slot_needs(cfg: BenchConfig, layout: Layout | DirLayout, slices: int) -> tup
     # rate limit (from the scheduled starts too).
     two = layout.dir_mode or cfg.rwmixpct is not None or cfg.rwmixthr is not None
     two = two or bool(cfg.limitread_bps or cfg.limitwrite_bps)
-    values = (most_ops if not cfg.infloop else 1 << 62) * blocks_per_op
-    per_slot = (1 + two) * recorder_bytes(-(-values // slots))
+    per_slot = (1 + two) * RECORDER_BYTES
     per_slot += len(cfg.paths) * 3 * 8 if len(cfg.paths) > 1 else 0
     if moves_data:
         # A slot's pool holds no more windows than the writes its thread can make.

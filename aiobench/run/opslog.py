@@ -39,17 +39,21 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice, repeat
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from aiobench.engines.base import Int64Array, RawBatch
+from aiobench.engines.base import RawBatch
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.workload import OpRun
 from aiobench.render import outfiles
+from aiobench.stats.recorders import as_numpy
 from aiobench.text import printable
+
+if TYPE_CHECKING:
+    from aiobench.stats.recorders import Int64Array
 
 OPTION = "--opslog"
 T = TypeVar("T")
@@ -304,7 +308,7 @@ class PhaseLog:
     def _error_line(
         self, run: OpRun | EntryRun, raw: RawBatch, rank: int, error: BenchIOError
     ) -> str:
-        done = int(raw.ends.size)
+        done = len(raw.ends)
         if isinstance(run, OpRun):
             op = self._file_op(run, done) if done < len(run) else self._file_op(run, 0)
             length = run.length
@@ -348,7 +352,7 @@ class PhaseLog:
 
     def _file_columns(self, run: OpRun, raw: RawBatch) -> _Columns:
         """File mode: a line per block read or written."""
-        done = int(raw.ends.size)
+        done = len(raw.ends)
         ops: list[str] | str = self._file_op(run, 0)
         if run.mix is not None:
             ops = np.where(run.mix.is_read(run.first_seq, done), *self._file_ops).tolist()
@@ -358,7 +362,8 @@ class PhaseLog:
             names = self.json_paths[index]
         else:
             names = [self.json_paths[i] for i in index[:done]]
-        return _Columns(ops, names, run.offsets[:done], run.length, raw.starts, raw.ends)
+        starts, ends = as_numpy(raw.starts), as_numpy(raw.ends)
+        return _Columns(ops, names, run.offsets[:done], run.length, starts, ends)
 
     def _entry_op(self, run: EntryRun, k: int) -> str:
         if self.objects:

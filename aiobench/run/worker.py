@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import queue
 import threading
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, Future
@@ -28,7 +29,6 @@ from time import perf_counter_ns
 from typing import TYPE_CHECKING, cast
 
 import anyio
-import numpy as np
 
 from aiobench.engines.base import AsyncEngine, Engine, IoOptions, Job, RawBatch, runs_on_loop
 from aiobench.engines.buffers import SlotBuffer
@@ -42,11 +42,12 @@ from aiobench.plan.workload import OpRun
 from aiobench.run.affinity import BOOKS_THREAD, Binding, name_thread
 from aiobench.stats.client import cores_allowed
 from aiobench.stats.intervals import IntervalSeries
-from aiobench.stats.recorders import Int64Array, LatencyRecorder
+from aiobench.stats.recorders import LatencyRecorder, as_numpy, latencies
 from aiobench.stats.timeline import CounterTimeline, Counts, run_counts
 
 if TYPE_CHECKING:  # (--opslog's module is loaded only when it is given)
     from aiobench.run.opslog import PhaseLog
+    from aiobench.stats.recorders import Int64Array, Int64s
 
 # A run ends every ~50 ms so that its operations reach the interval series, the live line
 # and FIRST DONE's bookkeeping that late at most, and each run's folding and accounting
@@ -149,20 +150,20 @@ class Done:
     """
 
     run: Run
-    ends: Int64Array
-    io_ends: Int64Array
-    latency: Int64Array
-    io_latency: Int64Array | None
+    ends: Int64s
+    io_ends: Int64s
+    latency: Int64s
+    io_latency: Int64s | None
 
     @property
     def last_end_ns(self) -> int:
-        return max((int(a[-1]) for a in (self.ends, self.io_ends) if a.size), default=0)
+        return max((int(a[-1]) for a in (self.ends, self.io_ends) if len(a)), default=0)
 
     def totals_at(self, instant_ns: int) -> Counts | None:
         """The counts of this run done by ``instant_ns``; None if all were."""
-        units = int(np.searchsorted(self.ends, instant_ns, side="right"))
-        io_ops = int(np.searchsorted(self.io_ends, instant_ns, side="right"))
-        if units == self.ends.size and io_ops == self.io_ends.size:
+        units = bisect_right(self.ends, instant_ns)
+        io_ops = bisect_right(self.io_ends, instant_ns)
+        if units == len(self.ends) and io_ops == len(self.io_ends):
             return None
         return run_counts(self.run, units, io_ops)
 
@@ -301,30 +302,31 @@ async def _execute_async(
 def _fold(slot: Slot, run: Run, raw: RawBatch) -> Done:
     """A run's latencies into the slot's recorders."""
     ends, io_ends = raw.ends, raw.io_ends
-    unit_latency = ends - raw.starts
+    unit_latency = latencies(ends, raw.starts)
     io_latency = None
     if isinstance(run, EntryRun):
-        io_latency = io_ends - raw.io_starts
+        io_latency = latencies(io_ends, raw.io_starts)
         slot.entry_recorder.add(unit_latency)
         slot.recorder.add(io_latency)
-        if raw.first_bytes.size:
+        if len(raw.first_bytes):
             slot.ttfb_recorder.add(raw.first_bytes)
-        if raw.intended.size:  # under a rate limit: from each entry's scheduled start
-            slot.sched_recorder.add(ends - raw.intended)
+        if len(raw.intended):  # under a rate limit: from each entry's scheduled start
+            slot.sched_recorder.add(latencies(ends, raw.intended))
     elif isinstance(run, OpRun) and run.mix is not None:
-        reads = run.mix.is_read(run.first_seq, int(unit_latency.size))
-        slot.read_recorder.add(unit_latency[reads])
-        slot.recorder.add(unit_latency[~reads])
+        reads = run.mix.is_read(run.first_seq, len(unit_latency))
+        mixed = as_numpy(unit_latency)  # (--rwmixpct computes with numpy: see RwMix)
+        slot.read_recorder.add(mixed[reads])
+        slot.recorder.add(mixed[~reads])
     else:
         slot.recorder.add(unit_latency)
-        if raw.intended.size:
-            slot.sched_recorder.add(ends - raw.intended)
+        if len(raw.intended):
+            slot.sched_recorder.add(latencies(ends, raw.intended))
     return Done(run, ends, io_ends, unit_latency, io_latency)
 
 
 def _account(state: PhaseState, slot: Slot, done: Done) -> None:
     before = slot.totals
-    units, io_ops = int(done.ends.size), int(done.io_ends.size)
+    units, io_ops = len(done.ends), len(done.io_ends)
     ops, nbytes, entries, read_ops, read_bytes = run_counts(done.run, units, io_ops)
     if slot.per_path is not None:
         done.run.add_per_path(units, io_ops, slot.per_path)
@@ -338,8 +340,8 @@ def _account(state: PhaseState, slot: Slot, done: Done) -> None:
     slot.entries += entries
     slot.read_ops += read_ops
     slot.read_bytes += read_bytes
-    if done.ends.size or done.io_ends.size:
-        last = [int(a[-1]) for a in (done.ends, done.io_ends) if a.size]
+    if len(done.ends) or len(done.io_ends):
+        last = [int(a[-1]) for a in (done.ends, done.io_ends) if len(a)]
         slot.last_end_ns = max(last)
     if slot.snapshot is not None:
         return
@@ -485,14 +487,15 @@ async def _loop_slot(
         _carry(spec, slot, run, raw.ends)
 
 
-def _carry(spec: PhaseSpec, slot: Slot, run: Run, ends: Int64Array) -> None:
+def _carry(spec: PhaseSpec, slot: Slot, run: Run, ends: Int64s) -> None:
     """What a run that completed ``ends`` left for the slot's next run, and that run's
     size at the pace it went."""
-    if ends.size < len(run):
-        slot.pending = run.after(int(ends.size))
-    if ends.size > 1:
+    done = len(ends)
+    if done < len(run):
+        slot.pending = run.after(done)
+    if done > 1:
         # Hand over a little more than the budget holds at this pace; the rest waits.
-        op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (int(ends.size) - 1)
+        op_ns = max(int(ends[-1]) - int(ends[0]), 1) / (done - 1)
         slot.batch_ops = max(1, min(MAX_BATCH_OPS, int(1.25 * spec.batch_ns / op_ns)))
 
 

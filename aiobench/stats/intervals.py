@@ -9,14 +9,16 @@ can still arrive: every run still in the executor was handed over after its end.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from aiobench.results.model import IntervalStats
-from aiobench.stats.recorders import Int64Array, LatencyRecorder, LatencySummary
+from aiobench.stats.recorders import LatencyRecorder, LatencySummary
+
+if TYPE_CHECKING:
+    from aiobench.stats.recorders import Int64s
 
 
 class RunTotals(Protocol):
@@ -93,30 +95,30 @@ class IntervalSeries:
     def add(
         self,
         run: RunTotals,
-        ends: Int64Array,
-        io_ends: Int64Array,
-        latency: Int64Array,
-        io_latency: Int64Array | None = None,
+        ends: Int64s,
+        io_ends: Int64s,
+        latency: Int64s,
+        io_latency: Int64s | None = None,
     ) -> None:
         """Count a completed run: unit end instants and latencies (file mode: units = I/O).
 
         In dir mode ``latency`` is per entry and ``io_latency`` per block, with the block
         end instants in ``io_ends``.
         """
-        firsts = [int(a[0]) for a in (ends, io_ends) if a.size]
+        firsts = [int(a[0]) for a in (ends, io_ends) if len(a)]
         if not firsts:
             return
         first_k = self.index_at(min(firsts))
-        last_k = self.index_at(max(int(a[-1]) for a in (ends, io_ends) if a.size))
+        last_k = self.index_at(max(int(a[-1]) for a in (ends, io_ends) if len(a)))
         if first_k == last_k:  # the usual case: the whole run ended inside one interval
-            self._count(first_k, run.totals(ends.size, io_ends.size), latency, io_latency)
+            self._count(first_k, run.totals(len(ends), len(io_ends)), latency, io_latency)
             return
         units_lo = io_lo = 0
         before = (0, 0, 0)
         for k in range(first_k, last_k + 1):
             edge = self.boundary(k + 1)
-            units_hi = int(np.searchsorted(ends, edge, side="right"))
-            io_hi = int(np.searchsorted(io_ends, edge, side="right"))
+            units_hi = bisect_right(ends, edge)
+            io_hi = bisect_right(io_ends, edge)
             if units_hi == units_lo and io_hi == io_lo:
                 continue
             now = run.totals(units_hi, io_hi)
@@ -129,8 +131,8 @@ class IntervalSeries:
         self,
         k: int,
         totals: tuple[int, int, int],
-        latency: Int64Array,
-        io_latency: Int64Array | None,
+        latency: Int64s,
+        io_latency: Int64s | None,
     ) -> None:
         acc = self._open.get(k)
         if acc is None:

@@ -3,10 +3,9 @@ engine kept of each (:class:`OpKindTally`), summed up per kind (:func:`summarise
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from aiobench.results.model import OpKindResult
 from aiobench.stats.recorders import LatencyRecorder
@@ -26,7 +25,7 @@ class OpKindTally:
 def _recorded(values: list[int]) -> LatencyRecorder:
     recorder = LatencyRecorder()
     if values:
-        recorder.add(np.array(values, dtype=np.int64))
+        recorder.add(array("q", values))
     return recorder
 
 

@@ -1,20 +1,35 @@
-"""Latency recording and summaries: raw ns arrays folded in bulk into HDR histogram counts.
+"""Latency recording and summaries: latencies folded into HDR histogram counts per run.
 
 ``HdrHistogram.record_value()`` is pure Python and costs as much as a cached 4 KiB read, so
-workers append raw latencies to a preallocated array and fold them into counts with numpy,
-using the same bucketing as the hdrhistogram package (checked against it in the tests).
-Pure: no disk, no event loop.
+each run's latencies are folded at once into an int64 array of counts with the bucketing of
+the hdrhistogram package (checked against it in the tests), by the C extension
+:mod:`aiobench.stats._hdrfold`; without it (an install without a compiler), by numpy
+(:mod:`aiobench.stats.hdrnumpy`, the same functions). So a run on the native engine never
+loads numpy, whose import is a third of a small run's start. Pure: no disk, no event loop.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
 from hdrh.histogram import HdrHistogram
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Int64Array: TypeAlias = npt.NDArray[np.int64]
+    # What engines hand back and recorders fold: any C-contiguous int64 buffer.
+    Int64s: TypeAlias = array[int] | Int64Array
+
+try:
+    from aiobench.stats import _hdrfold as _fold
+except ImportError:  # (built where a compiler was at install, like the native engine)
+    from aiobench.stats import hdrnumpy as _fold  # type: ignore[no-redef]
 
 # 1 ns .. 1 h at 3 significant digits: no overflow for any latency a run can see.
 HDR_LOWEST_NS = 1
@@ -22,8 +37,6 @@ HDR_HIGHEST_NS = 3_600 * 1_000_000_000
 HDR_DIGITS = 3
 # fio's default percentile points.
 PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
-# Raw latencies kept before folding: 512 KiB per slot, folded about every 64k operations.
-_FOLD_EVERY = 65_536
 
 
 def new_histogram() -> HdrHistogram:
@@ -38,6 +51,17 @@ class _Geometry:
     sub_mask: int
     counts_len: int
 
+    @property
+    def folding(self) -> tuple[int, int, int, int, int]:
+        """The arguments of the fold functions' ``geometry``."""
+        return (
+            self.unit_magnitude,
+            self.sub_half_mag,
+            self.sub_half_count,
+            self.sub_mask,
+            HDR_HIGHEST_NS,
+        )
+
 
 def _geometry() -> _Geometry:
     h = new_histogram()
@@ -51,35 +75,35 @@ def _geometry() -> _Geometry:
 
 
 GEOMETRY = _geometry()
-Int64Array = npt.NDArray[np.int64]
+_FOLDING = GEOMETRY.folding
+_ZEROS = array("q", bytes(8 * GEOMETRY.counts_len))
+RECORDER_BYTES = GEOMETRY.counts_len * 8  # the most memory one recorder takes: its counts
 
 
-def bucket_indices(values: Int64Array) -> Int64Array:
-    """HDR counts-array index of each value (vectorised ``_counts_index_for``)."""
-    g = GEOMETRY
-    v = np.clip(values, 0, HDR_HIGHEST_NS).astype(np.int64)
-    # floor(log2(v | mask)) is exact through frexp for values below 2^53.
-    _, exp = np.frexp((v | g.sub_mask).astype(np.float64))
-    bucket = exp.astype(np.int64) - 1 - g.unit_magnitude - g.sub_half_mag
-    sub = v >> (bucket + g.unit_magnitude)
-    return ((bucket + 1) << g.sub_half_mag) + (sub - g.sub_half_count)
+def latencies(ends: Int64s, starts: Int64s) -> array[int]:
+    """``ends[i] - starts[i]`` for each i, as an int64 array."""
+    out = array("q", bytes(8 * len(ends)))
+    _fold.diff(out, ends, starts)
+    return out
+
+
+def as_numpy(values: Int64s) -> Int64Array:
+    """``values`` as a numpy array (no copy), for the parts of a run that compute with
+    numpy (and so have loaded it before the clock)."""
+    import numpy as np
+
+    return np.asarray(values, dtype=np.int64)
 
 
 class LatencyRecorder:
-    """Per-slot latency store: exact min/max/sum/sum of squares plus HDR counts.
+    """Per-slot latency store: exact min/max/sum/sum of squares plus HDR counts."""
 
-    Values are kept raw and folded in bulk (every ~64k values, and before any read of the
-    totals: ``merge``, ``histogram``, ``summary``), so adding a run costs one array copy.
-    """
+    __slots__ = ("_counts", "count", "max_ns", "min_ns", "sum_ns", "sum_sq")
 
     def __init__(self) -> None:
         # The counts (264 KiB) are made on first use: a slot has four recorders and most
         # phases fill one of them.
-        self._counts: Int64Array | None = None
-        # Raw values waiting to be folded; allocated on first use, since interval
-        # recorders are many and short-lived.
-        self._raw: Int64Array | None = None
-        self._fill = 0
+        self._counts: array[int] | None = None
         self.count = 0
         self.min_ns = 0
         self.max_ns = 0
@@ -87,13 +111,13 @@ class LatencyRecorder:
         self.sum_sq = 0.0
 
     @property
-    def counts(self) -> Int64Array:
+    def counts(self) -> array[int]:
         if self._counts is None:
-            self._counts = np.zeros(GEOMETRY.counts_len, dtype=np.int64)
+            self._counts = array("q", _ZEROS)
         return self._counts
 
     @counts.setter
-    def counts(self, value: Int64Array) -> None:
+    def counts(self, value: array[int]) -> None:
         self._counts = value
 
     @classmethod
@@ -117,43 +141,18 @@ class LatencyRecorder:
         recorder.sum_sq = summary.count * (summary.stddev_ns**2 + mean * mean)
         return recorder
 
-    def add(self, lat_ns: Int64Array) -> None:
-        """Keep ``lat_ns`` for the next fold: one copy, no reductions (called per run)."""
-        n = int(lat_ns.size)
-        if n == 0:
+    def add(self, lat_ns: Int64s) -> None:
+        """Fold the latencies ``lat_ns`` in (called per run)."""
+        if not len(lat_ns):
             return
-        if self._fill + n > _FOLD_EVERY:
-            self.fold()
-        if n > _FOLD_EVERY:
-            self._fold_values(lat_ns)
-            return
-        if self._raw is None:
-            self._raw = np.empty(_FOLD_EVERY, dtype=np.int64)
-        self._raw[self._fill : self._fill + n] = lat_ns
-        self._fill += n
-
-    def fold(self) -> None:
-        """Fold the kept values into the counts and the exact min/max/sums."""
-        if self._fill and self._raw is not None:
-            self._fold_values(self._raw[: self._fill])
-            self._fill = 0
-
-    def _fold_values(self, values: Int64Array) -> None:
-        lo, hi = int(values.min()), int(values.max())
+        n, lo, hi, total, squares = _fold.fold(lat_ns, self.counts, _FOLDING)
         self.min_ns = lo if self.count == 0 else min(self.min_ns, lo)
         self.max_ns = max(self.max_ns, hi)
-        self.count += int(values.size)
-        self.sum_ns += int(values.sum())
-        as_float = values.astype(np.float64)
-        # Not np.dot: it hands the product to OpenBLAS, whose worker thread then busy-waits
-        # between calls and takes a whole core away from the benchmark (measured: 22 % of
-        # a stat run's CPU samples). einsum computes it in the calling thread.
-        self.sum_sq += float(np.einsum("i,i->", as_float, as_float))
-        self.counts += np.bincount(bucket_indices(values), minlength=GEOMETRY.counts_len)
+        self.count += n
+        self.sum_ns += total
+        self.sum_sq += squares
 
     def merge(self, other: LatencyRecorder) -> None:
-        other.fold()
-        self.fold()
         if other.count == 0:
             return
         self.min_ns = other.min_ns if self.count == 0 else min(self.min_ns, other.min_ns)
@@ -161,16 +160,15 @@ class LatencyRecorder:
         self.count += other.count
         self.sum_ns += other.sum_ns
         self.sum_sq += other.sum_sq
-        self.counts += other.counts
+        _fold.add(self.counts, other.counts)
 
     def histogram(self) -> HdrHistogram:
-        """The folded counts as an hdrhistogram object (for percentiles and encoding)."""
-        self.fold()
+        """The counts as an hdrhistogram object (for percentiles and encoding)."""
         h = new_histogram()
         if self.count:
-            np.ctypeslib.as_array(h.counts)[:] = self.counts
-            nonzero = np.flatnonzero(self.counts)
-            h.set_internal_tacking_values(int(nonzero[0]), int(nonzero[-1]), self.count)
+            memoryview(h.counts).cast("B")[:] = memoryview(self.counts).cast("B")
+            nonzero = _fold.nonzero(self.counts)
+            h.set_internal_tacking_values(nonzero[0], nonzero[-1], self.count)
         return h
 
     def percentiles(
@@ -181,10 +179,10 @@ class LatencyRecorder:
         values = dict.fromkeys(points, 0)
         if self.count:
             # hdrhistogram's get_value_at_percentile walks the counts in Python for every
-            # point (~10 ms each); a cumulative sum and a search give the same values.
-            cumulative = np.cumsum(self.counts)
-            for p in points:
-                index = int(np.searchsorted(cumulative, h.get_target_count_at_percentile(p)))
+            # point (~10 ms each); one walk for all points gives the same values.
+            targets = sorted((h.get_target_count_at_percentile(p), p) for p in points)
+            at = _fold.reach(self.counts, [target for target, _ in targets])
+            for (_, p), index in zip(targets, at, strict=True):
                 value = int(h.get_highest_equivalent_value(h.get_value_from_index(index)))
                 # A bucket's top can lie past the largest value recorded in it: no
                 # percentile is reported above the exact max (or below the exact min).
@@ -200,10 +198,11 @@ class LatencyRecorder:
         """
         h = self.histogram()
         out: dict[int, int] = {}
-        for index in np.flatnonzero(self.counts):
-            low = min(max(int(h.get_value_from_index(int(index))), self.min_ns, 1), self.max_ns)
+        counts = self.counts
+        for index in _fold.nonzero(counts):
+            low = min(max(int(h.get_value_from_index(index)), self.min_ns, 1), self.max_ns)
             k = math.ceil(per_octave * math.log2(low / 1000) - 1e-9)
-            out[k] = out.get(k, 0) + int(self.counts[index])
+            out[k] = out.get(k, 0) + counts[index]
         return dict(sorted(out.items()))
 
     def summary(self) -> LatencySummary:
@@ -224,13 +223,7 @@ class LatencyRecorder:
         )
 
 
-def recorder_bytes(values: int) -> int:
-    """The most memory a recorder given ``values`` latencies takes: its counts, and the
-    raw values it keeps until the next fold."""
-    return (GEOMETRY.counts_len + min(values, _FOLD_EVERY)) * 8
-
-
-def _decoded_counts(hdr: str, count: int) -> Int64Array:
+def _decoded_counts(hdr: str, count: int) -> array[int]:
     """The counts array of an encoded histogram of our geometry holding ``count`` values."""
     if not hdr:
         raise ValueError(f"latency summary of {count} values has no histogram")
@@ -242,9 +235,12 @@ def _decoded_counts(hdr: str, count: int) -> Int64Array:
     )
     if shape != (HDR_LOWEST_NS, HDR_HIGHEST_NS, HDR_DIGITS):
         raise ValueError(f"latency histogram of another geometry: {shape}")
-    counts = np.ctypeslib.as_array(decoded.counts).astype(np.int64)
-    if int(counts.sum()) != count:
-        raise ValueError(f"latency histogram holds {int(counts.sum())} values, not {count}")
+    try:
+        counts = array("q", decoded.counts)
+    except OverflowError:
+        raise ValueError("latency histogram with a count past 2^63") from None
+    if sum(counts) != count:
+        raise ValueError(f"latency histogram holds {sum(counts)} values, not {count}")
     return counts
 
 

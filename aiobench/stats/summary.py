@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from aiobench.results.model import (
     PhaseResult,
     Progress,
@@ -86,6 +84,8 @@ def target_totals(
                 elapsed_ns=totals.elapsed_ns,
             ),
         )
+    import numpy as np  # (several targets: the slots count per target in numpy arrays)
+
     per_thread = [
         sum((s.per_path for s in thread.slots if s.per_path is not None), np.zeros(1, np.int64))
         for thread in threads

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiobench.errors import BenchIOError
 from aiobench.results.model import IntervalStats
 from aiobench.stats.intervals import CpuSample
-from aiobench.stats.recorders import Int64Array, LatencyRecorder
+from aiobench.stats.recorders import LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts
+
+if TYPE_CHECKING:
+    from aiobench.stats.recorders import Int64Array
 
 
 @dataclass(frozen=True, slots=True)

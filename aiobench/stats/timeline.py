@@ -10,13 +10,13 @@ phase start. The resolution starts at 1 ms and doubles whenever the phase outgro
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from aiobench.plan.dirmode import EntryRun
 from aiobench.plan.workload import OpRun
-from aiobench.stats.recorders import Int64Array
+
+if TYPE_CHECKING:
+    from aiobench.stats.recorders import Int64Array, Int64s
 
 
 class Counts(NamedTuple):
@@ -49,6 +49,8 @@ def _cumulative(run: OpRun | EntryRun, units: Int64Array, io_ops: Int64Array) ->
     The vector form of ``EntryRun.totals``, ``OpRun.totals`` and ``RwMix.reads``, which
     work on one count at a time; the tests hold the two forms to each other.
     """
+    import numpy as np  # (a timeline is made under MPI, whose coordinator loads numpy)
+
     out = np.zeros((units.size, FIELDS), dtype=np.int64)
     if isinstance(run, EntryRun):
         per = run.blocks_per_entry
@@ -83,6 +85,8 @@ class CounterTimeline:
         self.start_ns = start_ns
         self.resolution_ns = resolution_ns
         self.max_buckets = max_buckets
+        import numpy as np
+
         self._buckets = np.zeros((1024, FIELDS), dtype=np.int64)
 
     def _index(self, instant_ns: int) -> int:
@@ -91,6 +95,8 @@ class CounterTimeline:
     def _make_room(self, index: int) -> int:
         """Grow (and if need be coarsen) so bucket ``index`` of the current resolution
         exists; returns ``index`` in the resolution it ends up in."""
+        import numpy as np
+
         while index >= self.max_buckets:
             pairs = self._buckets[: self._buckets.shape[0] // 2 * 2]
             coarse = pairs.reshape(-1, 2, FIELDS).sum(axis=1)
@@ -105,12 +111,14 @@ class CounterTimeline:
             self._buckets = grown
         return index
 
-    def add(self, run: OpRun | EntryRun, ends: Int64Array, io_ends: Int64Array) -> None:
+    def add(self, run: OpRun | EntryRun, ends: Int64s, io_ends: Int64s) -> None:
         """Count the completed part of a run, given its unit and block I/O end instants."""
-        if not ends.size and not io_ends.size:
+        import numpy as np
+
+        if not len(ends) and not len(io_ends):
             return
-        first = min(int(a[0]) for a in (ends, io_ends) if a.size)
-        last = max(int(a[-1]) for a in (ends, io_ends) if a.size)
+        first = min(int(a[0]) for a in (ends, io_ends) if len(a))
+        last = max(int(a[-1]) for a in (ends, io_ends) if len(a))
         self._make_room(self._index(last))  # may coarsen: indices are taken after it
         first_k, last_k = self._index(first), self._index(last)
         edges = self.start_ns + np.arange(first_k + 1, last_k + 2, dtype=np.int64) * (

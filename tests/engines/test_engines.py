@@ -283,7 +283,8 @@ def test_a_paced_run_records_when_each_operation_was_due(tmp_path: Path, name: s
         buf.close()
     due = [start + (5 + i) * 1_000_000 for i in range(10)]
     assert batch.intended.tolist() == due
-    assert all(batch.starts >= batch.intended)  # none started before it was due
+    # None started before it was due.
+    assert all(s >= due for s, due in zip(batch.starts, batch.intended, strict=True))
 
 
 @pytest.mark.parametrize("name", ENGINES)

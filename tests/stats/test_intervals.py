@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from time import perf_counter_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
@@ -40,10 +40,12 @@ from aiobench.results.model import IntervalStats, PhaseResult, Progress
 from aiobench.run import phases
 from aiobench.run.worker import PhaseSpec, PhaseState, Slot, run_slots
 from aiobench.stats.intervals import CpuSample, IntervalSeries, cpu_percent
-from aiobench.stats.recorders import Int64Array
 from aiobench.stats.tally import PhaseTally
 from aiobench.units import rate
 from tests.helpers import Ext4Loop, RunCli, context, make_cfg
+
+if TYPE_CHECKING:
+    from aiobench.stats.recorders import Int64Array
 
 MIB = 1 << 20
 MS = 1_000_000

@@ -64,7 +64,7 @@ def test_recorder_from_an_empty_summary_is_empty() -> None:
     assert recorder.count == 0
     assert recorder.min_ns == recorder.max_ns == recorder.sum_ns == 0
     assert recorder.sum_sq == 0.0
-    assert not recorder.counts.any()
+    assert not any(recorder.counts)
     assert recorder.summary() == empty
     assert empty.hdr == ""
 
@@ -76,8 +76,8 @@ def test_recorder_from_a_summary_reproduces_it() -> None:
     original.add(values)
     summary = original.summary()
     rebuilt = LatencyRecorder.from_summary(summary)
-    assert rebuilt.counts.dtype == np.int64
-    assert np.array_equal(rebuilt.counts, original.counts)
+    assert rebuilt.counts.typecode == "q"
+    assert rebuilt.counts == original.counts
     assert rebuilt.count == values.size
     assert (rebuilt.min_ns, rebuilt.max_ns) == (int(values.min()), int(values.max()))
     assert abs(rebuilt.sum_ns - int(values.sum())) <= 0.05 * values.size + 1

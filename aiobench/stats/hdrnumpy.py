@@ -5,15 +5,17 @@ Python engine, numpy loaded anyway). Same arguments, same results (checked in th
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
+Int64Array: TypeAlias = npt.NDArray[np.int64]
 if TYPE_CHECKING:
-    from array import array
-
-    from aiobench.stats.recorders import Int64Array, Int64s
+    # What engines hand back and recorders fold: any C-contiguous int64 buffer.
+    Int64s: TypeAlias = array[int] | Int64Array
 
 
 def _view(values: Int64s) -> Int64Array:

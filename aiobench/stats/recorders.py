@@ -14,17 +14,13 @@ import math
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 from hdrh.histogram import HdrHistogram
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    Int64Array: TypeAlias = npt.NDArray[np.int64]
-    # What engines hand back and recorders fold: any C-contiguous int64 buffer.
-    Int64s: TypeAlias = array[int] | Int64Array
+if TYPE_CHECKING:  # (the int64 array types: see hdrnumpy)
+    from aiobench.stats.hdrnumpy import Int64Array as Int64Array
+    from aiobench.stats.hdrnumpy import Int64s as Int64s
 
 try:
     from aiobench.stats import _hdrfold as _fold

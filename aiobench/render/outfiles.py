@@ -21,7 +21,6 @@ import errno
 import fcntl
 import os
 import re
-import secrets
 import socket
 import stat
 from collections.abc import Iterator
@@ -180,7 +179,7 @@ def replace_file(place: Place, text: str | bytes) -> None:
     leaves the old content (or no file) and no temporary file behind.
     """
     directory, name = os.path.split(place.real)
-    tmp = os.path.join(directory, f".{name}.aiobench-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = os.path.join(directory, f".{name}.aiobench-{os.getpid()}-{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     try:
         try:

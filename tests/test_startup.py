@@ -7,6 +7,7 @@ times are in ``scripts/bench --section startup``.
 
 from __future__ import annotations
 
+import ast
 import gc
 import os
 import subprocess
@@ -22,6 +23,7 @@ from aiobench import __version__
 from aiobench.cli import app
 from aiobench.errors import ConfigError
 from aiobench.run import gcpause
+from tests.helpers import REPO
 
 # Loaded only by the paths that use them: pydantic by typer's own coercion of unusual values,
 # rich by the live line on a terminal, httptools by S3 targets, matplotlib by `plot`, the JSON
@@ -185,6 +187,68 @@ def test_version_alone_loads_no_cli_and_says_what_the_cli_says(tmp_path: Path, f
 def test_the_among_check_finds_a_package_and_its_modules() -> None:
     modules = {"rich", "rich.console", "richer", "numpy"}
     assert among(modules, ("rich",)) == ["rich", "rich.console"]
+
+
+# -- numpy on first use ----------------------------------------------------------------------
+
+# Modules of a plain native run that load numpy only where they use it (a plain run does not
+# yet go without it: other modules still import it, so these are read, not run).
+NUMPY_ON_FIRST_USE = (
+    "aiobench/engines/buffers.py",
+    "aiobench/run/slots.py",
+    "aiobench/plan/randalgo.py",
+    "aiobench/plan/seeding.py",
+)
+
+
+def imports_at_load(tree: ast.Module) -> list[str]:
+    """The modules a module's own code imports when it is loaded: at its top, in its
+    classes' bodies, its try and if blocks (not under TYPE_CHECKING), not in functions."""
+    found: list[str] = []
+    statements: list[ast.stmt] = list(tree.body)
+    while statements:
+        node = statements.pop()
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append(node.module or "")
+        elif isinstance(node, ast.If):
+            checking = isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+            statements += node.orelse if checking else [*node.body, *node.orelse]
+        elif isinstance(node, ast.ClassDef | ast.With):
+            statements += node.body
+        elif isinstance(node, ast.Try):
+            statements += [*node.body, *node.orelse, *node.finalbody]
+            statements += [stmt for handler in node.handlers for stmt in handler.body]
+    return found
+
+
+@pytest.mark.parametrize("module", NUMPY_ON_FIRST_USE)
+def test_the_pool_fill_loads_no_numpy(module: str) -> None:
+    tree = ast.parse((REPO / module).read_text(encoding="utf-8"))
+    loads = imports_at_load(tree)
+    assert "__future__" in loads  # (it was read)
+    assert [name for name in loads if name.split(".")[0] == "numpy"] == []
+
+
+def test_the_load_check_finds_numpy_where_it_loads() -> None:
+    source = """
+import os
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    import numpy
+try:
+    import numpy.random
+except ImportError:
+    from numpy import ndarray
+class A:
+    import numpy.typing
+def f():
+    import numpy.linalg
+"""
+    loads = imports_at_load(ast.parse(source))
+    # (numpy: the except clause's, once; none under TYPE_CHECKING or in f)
+    assert sorted(loads) == ["numpy", "numpy.random", "numpy.typing", "os", "typing"]
 
 
 # -- the plain coercion (cli._PlainCoercion) gives what typer's own gives ----------------------

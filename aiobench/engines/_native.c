@@ -587,6 +587,39 @@ pool_check(const SlotObject *s, Py_ssize_t length)
     return 0;
 }
 
+/* An SFC64 state: ``value``, a sequence of four 64-bit words (numpy's too), into ``words``;
+ * else -1 with ValueError (a word out of range too), or TypeError (not a sequence). */
+static int
+sfc_parse(PyObject *value, uint64_t words[4], const char *wrong)
+{
+    PyObject *seq = PySequence_Fast(value, wrong);
+    if (seq == NULL)
+        return -1;
+    int ok = PySequence_Fast_GET_SIZE(seq) == 4;
+    for (Py_ssize_t k = 0; ok && k < 4; k++) {
+        PyObject *word = PyNumber_Index(PySequence_Fast_GET_ITEM(seq, k));
+        words[k] = word ? PyLong_AsUnsignedLongLong(word) : 0;
+        ok = word != NULL && !PyErr_Occurred();
+        Py_XDECREF(word);
+    }
+    Py_DECREF(seq);
+    if (!ok) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, wrong);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+sfc_tuple(const uint64_t s[4])
+{
+    return Py_BuildValue("(KKKK)", (unsigned long long)s[0], (unsigned long long)s[1],
+                         (unsigned long long)s[2], (unsigned long long)s[3]);
+}
+
 static int
 sfc_set(SlotObject *s, PyObject *value, void *closure)
 {
@@ -594,32 +627,13 @@ sfc_set(SlotObject *s, PyObject *value, void *closure)
         PyErr_SetString(PyExc_AttributeError, "sfc: cannot be deleted");
         return -1;
     }
-    PyObject *seq = PySequence_Fast(value, "sfc: four 64-bit words");
-    if (seq == NULL)
-        return -1;
-    uint64_t words[4];
-    int ok = PySequence_Fast_GET_SIZE(seq) == 4;
-    for (Py_ssize_t k = 0; ok && k < 4; k++) {
-        PyObject *word = PyNumber_Index(PySequence_Fast_GET_ITEM(seq, k)); /* (numpy's too) */
-        words[k] = word ? PyLong_AsUnsignedLongLong(word) : 0;
-        ok = word != NULL && !PyErr_Occurred();
-        Py_XDECREF(word);
-    }
-    Py_DECREF(seq);
-    if (!ok) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "sfc: four 64-bit words");
-        return -1;
-    }
-    memcpy(s->sfc, words, sizeof words);
-    return 0;
+    return sfc_parse(value, s->sfc, "sfc: four 64-bit words");
 }
 
 static PyObject *
 sfc_get(SlotObject *s, void *closure)
 {
-    return Py_BuildValue("(KKKK)", (unsigned long long)s->sfc[0], (unsigned long long)s->sfc[1],
-                         (unsigned long long)s->sfc[2], (unsigned long long)s->sfc[3]);
+    return sfc_tuple(s->sfc);
 }
 
 static PyObject *
@@ -1066,7 +1080,7 @@ mismatch:;
     return 1;
 }
 
-/* -- --blockvarpct: numpy's SFC64, so the refill continues the slot's generator -------- */
+/* -- SFC64 (numpy's): the write pools' data; --blockvarpct's refill continues it ------- */
 
 static inline uint64_t
 sfc64_next(uint64_t *s)
@@ -1076,6 +1090,41 @@ sfc64_next(uint64_t *s)
     s[1] = s[2] + (s[2] << 3);
     s[2] = ((s[2] << 24) | (s[2] >> 40)) + tmp;
     return tmp;
+}
+
+PyDoc_STRVAR(sfc64_fill_doc,
+"sfc64_fill(buffer, state) -> state\n\n"
+"Fill the writable buffer (a multiple of 8 bytes) with SFC64's raw 64-bit words from\n"
+"state (four words), in native order: numpy's SFC64.random_raw from that state. The\n"
+"state after them.");
+
+/* A phase's write pools, before its clock (aiobench.engines.buffers.PoolSource): filled in
+ * place, without numpy, and without the GIL (a pool may be hundreds of MiB). */
+static PyObject *
+sfc64_fill(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    PyObject *state;
+    uint64_t s[4];
+    if (!PyArg_ParseTuple(args, "w*O:sfc64_fill", &view, &state))
+        return NULL;
+    if (view.len % 8) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "sfc64_fill: a buffer of whole 64-bit words");
+        return NULL;
+    }
+    if (sfc_parse(state, s, "sfc64_fill: a state of four 64-bit words") < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    uint8_t *at = view.buf;
+    Py_ssize_t words = view.len / 8;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t w = 0; w < words; w++)
+        store64(at + 8 * w, sfc64_next(s));
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return sfc_tuple(s);
 }
 
 /* -- file mode --------------------------------------------------------------------------- */
@@ -1890,6 +1939,7 @@ static PyMethodDef methods[] = {
     {"entries_files", (PyCFunction)(void (*)(void))entries_files, METH_FASTCALL,
      entries_files_doc},
     {"gate_open", gate_open, METH_VARARGS, gate_open_doc},
+    {"sfc64_fill", sfc64_fill, METH_VARARGS, sfc64_fill_doc},
     {NULL, NULL, 0, NULL},
 };
 

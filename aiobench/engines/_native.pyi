@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from numpy import ndarray
+from typing_extensions import Buffer
 
 Array = ndarray[Any, Any]
 Memory = mmap.mmap | Array
@@ -140,3 +141,5 @@ def file_aio(slot: Slot, spec: Spec, /) -> int: ...
 def entries_meta(spec: Spec, /) -> int: ...
 def entries_files(slot: Slot, spec: Spec, /) -> int: ...
 def gate_open(gate: Array, state: int) -> None: ...
+def sfc64_fill(buffer: Memory | Buffer, state: Sequence[int], /) -> tuple[int, ...]:
+    """Fill ``buffer`` with SFC64's raw words from ``state``; the state after them."""

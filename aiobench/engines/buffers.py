@@ -4,20 +4,74 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+from collections.abc import Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
-
-import numpy as np
 
 from aiobench.plan.pool import PAGE, STAMP_SPACING, _round_up, pool_bytes, pool_windows
 from aiobench.plan.randalgo import refill_generator
+from aiobench.plan.seeding import MASK, SplitMix64
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from aiobench.engines._native import Spec
 
-try:  # the slot state's C type, when the optional extension is built
+try:  # the slot state's C type and the pool fill, when the optional extension is built
     from aiobench.engines._native import Slot as _Slot
+    from aiobench.engines._native import sfc64_fill as _sfc64_fill
 except ImportError:
     _Slot = None  # type: ignore[assignment,misc]
+    _sfc64_fill = None  # type: ignore[assignment]
+
+_STAMP_WORDS = STAMP_SPACING // 8  # 64-bit words from one stamp to the next
+
+
+class PoolSource:
+    """A phase's write data, drawn before its clock without numpy: one SFC64 stream through
+    the pools of its slots in turn, and the words seeding the rest (each slot's
+    --blockvarpct refill, the stamps' salt), all from a SplitMix64 of ``seeds``."""
+
+    def __init__(self, seeds: Sequence[int]) -> None:
+        self.seeding = SplitMix64(seeds)
+        self.sfc = self.seeding.words(4)
+
+    def fill(self, mem: mmap.mmap) -> None:
+        """``mem`` filled with the stream's next words."""
+        self.sfc = sfc64_fill(mem, self.sfc)
+
+
+def sfc64_fill(mem: mmap.mmap, state: Sequence[int]) -> tuple[int, ...]:
+    """``mem`` filled with SFC64's raw 64-bit words from ``state`` (native order); the state
+    after them. Without the extension numpy's SFC64 draws the same words."""
+    if _sfc64_fill is not None:
+        return _sfc64_fill(mem, state)
+    import numpy as np
+
+    generator = sfc64_at(state)
+    np.frombuffer(mem, dtype=np.uint64)[:] = generator.random_raw(len(mem) // 8)
+    return sfc64_state(generator)
+
+
+def sfc64_at(state: Sequence[int]) -> np.random.SFC64:
+    """numpy's SFC64 at ``state`` (numpy loaded here: only the Python engine's --blockvarpct
+    and runs without the extension need it)."""
+    import numpy as np
+
+    generator = np.random.SFC64(0)
+    generator.state = {
+        "bit_generator": "SFC64",
+        "state": {"state": np.array(state, dtype=np.uint64)},
+        "has_uint32": 0,
+        "uinteger": 0,
+    }
+    return generator
+
+
+def sfc64_state(generator: np.random.SFC64) -> tuple[int, ...]:
+    """The state words of numpy's SFC64, as the slot keeps them."""
+    return tuple(int(word) for word in generator.state["state"]["state"])
 
 
 class SlotState(Protocol):
@@ -64,13 +118,14 @@ class SlotBuffer:
         block_size: int,
         *,
         for_write: bool,
-        rng: np.random.Generator,
+        source: PoolSource,
         stamp_base: int,
         depth: int = 1,
         writes: int | None = None,
     ) -> None:
-        """``writes``: the most writes the slot can make (None: no bound); a pool needs no
-        more windows than that."""
+        """``source``: the phase's, the pool's data and the refill's seed (drawn in the order
+        the slots are made). ``writes``: the most writes the slot can make (None: no bound);
+        a pool needs no more windows than that."""
         self.block_size = block_size
         self.depth = depth
         # Reads land in memory of their own, so an --rwmixpct read never changes what the
@@ -85,7 +140,7 @@ class SlotBuffer:
         self.pool: mmap.mmap | None = None  # the write pool (``mem``), None when only reading
         sfc: tuple[int, ...] = (0, 0, 0, 0)
         if for_write:
-            sfc = self._fill_pool(rng, writes)
+            sfc = self._fill_pool(source, writes)
         self._first_sfc = sfc  # --blockvaralgo's seed (see algo_refill)
         self._algo_refills: dict[str, np.random.BitGenerator] = {}
         # The state both engines advance, made once: with the extension built, the C object
@@ -95,26 +150,29 @@ class SlotBuffer:
         # made on its first run: what stays the same from one run to the next.
         self.run_spec: Spec | None = None
 
-    def _fill_pool(self, rng: np.random.Generator, writes: int | None) -> tuple[int, ...]:
+    def _fill_pool(self, source: PoolSource, writes: int | None) -> tuple[int, ...]:
         """Map and fill the write pool; the --blockvarpct generator's first state."""
         block_size, depth = self.block_size, self.depth
         step, count = pool_windows(block_size, depth, writes)
         size = pool_bytes(block_size, depth, writes)
         self.pool = self.mem = mmap.mmap(-1, size)
-        # The generator's raw words: ~11x Generator.bytes()'s speed here (a pool per slot
-        # at -t 1024 is 260 MiB to fill before the clock).
-        self.mem[:] = rng.bit_generator.random_raw(size // 8).tobytes()
+        # SFC64's raw words, written in place by C at ~10 GB/s here, page faults aside (a
+        # pool per slot at -t 1024 is 260 MiB to fill before the clock).
+        source.fill(self.mem)
         view = memoryview(self.mem)
         self.windows = [[view[o : o + block_size]] for o in range(0, count * step, step)]
         self.window_words = step // 8
         self.words = view.cast("Q")
-        self.words_np = np.frombuffer(self.mem, dtype=np.uint64)
-        self.stamp_offsets = np.arange(self.stamps_per_block, dtype=np.uint64)
-        # --blockvarpct refills from SFC64's raw output: ~3.6 GB/s on one core here,
-        # against ~0.3 GB/s for Generator.bytes(). The state lives in ``state.sfc``; this
-        # generator is the Python engine's, set to it per run (see refill_generator).
-        self.refill = np.random.SFC64(int(rng.integers(0, 1 << 63)))
-        return tuple(int(word) for word in self.refill.state["state"]["state"])
+        # --blockvarpct refills from SFC64's raw output too: ~3.6 GB/s on one core here,
+        # against ~0.3 GB/s for Generator.bytes(). The state lives in ``state.sfc``.
+        return source.seeding.words(4)
+
+    @cached_property
+    def words_np(self) -> npt.NDArray[np.uint64]:
+        """The pool's words for numpy, made on first use: by the Python engine only."""
+        import numpy as np
+
+        return np.frombuffer(self.mem, dtype=np.uint64)
 
     def next_block(self, length: int) -> list[memoryview]:
         """The next write window, its 4 KiB stamps made unique, cut to ``length``.
@@ -126,10 +184,11 @@ class SlotBuffer:
         word = window * self.window_words
         if self.stamps_per_block == 1:
             self.words[word] = stamp
-        else:
-            end = word + self.stamps_per_block * (STAMP_SPACING // 8)
-            self.words_np[word : end : STAMP_SPACING // 8] = self.stamp_offsets + np.uint64(stamp)
-        state.next_stamp = (stamp + self.stamps_per_block) & 0xFFFF_FFFF_FFFF_FFFF
+        else:  # (~75 ns a stamp, numpy's ~1.5 us a call: as fast up to 64 KiB blocks)
+            words = self.words
+            for k in range(self.stamps_per_block):
+                words[word + k * _STAMP_WORDS] = (stamp + k) & MASK
+        state.next_stamp = (stamp + self.stamps_per_block) & MASK
         state.next_window = window + 1 if window + 1 < len(self.windows) else 0
         views = self.windows[window]
         return views if length == self.block_size else [views[0][:length]]
@@ -138,14 +197,7 @@ class SlotBuffer:
         """numpy's SFC64 at the slot's --blockvarpct state, for one run of the Python engine,
         which then hands it back with :meth:`keep_refill` (the native engine's runs advance
         ``state.sfc`` in place)."""
-        words = np.array(self.state.sfc, dtype=np.uint64)
-        self.refill.state = {
-            "bit_generator": "SFC64",
-            "state": {"state": words},
-            "has_uint32": 0,
-            "uinteger": 0,
-        }
-        return self.refill
+        return sfc64_at(self.state.sfc)
 
     def algo_refill(self, algo: str) -> np.random.BitGenerator:
         """--blockvaralgo other than fast: the slot's own generator ``algo``, seeded from the
@@ -153,13 +205,15 @@ class SlotBuffer:
         the Python engine refills with it)."""
         generator = self._algo_refills.get(algo)
         if generator is None:
+            import numpy as np
+
             seed = np.random.SeedSequence([int(word) for word in self._first_sfc])
             generator = self._algo_refills[algo] = refill_generator(algo, seed)
         return generator
 
     def keep_refill(self, generator: np.random.SFC64) -> None:
         """The generator's state after a Python-engine run, back into the slot's."""
-        self.state.sfc = tuple(int(word) for word in generator.state["state"]["state"])
+        self.state.sfc = sfc64_state(generator)
 
     def close(self) -> None:
         """Drop the slot's views and unmap its memory; never raises.
@@ -173,9 +227,9 @@ class SlotBuffer:
             self.state.close()
         self.read_view.clear()
         self.windows.clear()
+        vars(self).pop("words_np", None)
         if hasattr(self, "words"):
             self.words.release()
-            del self.words_np
         _unmap(self.read_mem)
         if self.pool is not None:
             _unmap(self.pool)

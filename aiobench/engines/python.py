@@ -120,7 +120,7 @@ class PosixEngine(PosixTargets):
             windows = [[w[0][:length]] for w in windows]
         n_windows, spacing, window_words = len(windows), STAMP_SPACING // 8, buf.window_words
         words, per_block = buf.words, buf.stamps_per_block
-        words_np, stamp_offsets = buf.words_np, buf.stamp_offsets
+        words_np, stamp_offsets = buf.words_np, np.arange(per_block, dtype=np.uint64)
         state = buf.state
         window, stamp = state.next_window, state.next_stamp
         fds = fds_of(job.targets)

@@ -12,21 +12,48 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from functools import cache
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-import numpy as np
-import numpy.typing as npt
+from aiobench.plan.seeding import GOLDEN, MIX1, MIX2
+
+if TYPE_CHECKING:  # (numpy is loaded on first use: a plain native run never needs it)
+    import numpy as np
+    import numpy.typing as npt
 
 FAST = "fast"
-_BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
-    "balanced_single": np.random.PCG64,
-    "balanced": np.random.PCG64DXSM,
-    "strong": np.random.MT19937,
-}
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio, odd
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_S11, _S27, _S30, _S31 = (np.uint64(n) for n in (11, 27, 30, 31))
+
+
+@cache
+def _bit_generators() -> dict[str, type[np.random.BitGenerator]]:
+    import numpy as np
+
+    return {
+        "balanced_single": np.random.PCG64,
+        "balanced": np.random.PCG64DXSM,
+        "strong": np.random.MT19937,
+    }
+
+
+class _Words(NamedTuple):
+    """GoldenWeyl's constants as numpy uint64 words, made on first use: each step stays in
+    uint64 whatever numpy's promotion rules."""
+
+    golden: np.uint64
+    mix1: np.uint64
+    mix2: np.uint64
+    s11: np.uint64
+    s27: np.uint64
+    s30: np.uint64
+    s31: np.uint64
+
+
+@cache
+def _words() -> _Words:
+    import numpy as np
+
+    numbers = (GOLDEN, MIX1, MIX2, 11, 27, 30, 31)
+    return _Words(*(np.uint64(n) for n in numbers))
 
 
 class IntSource(Protocol):
@@ -42,27 +69,34 @@ class GoldenWeyl:
     xorshift-multiply mixer; uniform integers from the top 53 bits."""
 
     def __init__(self, seed: np.random.SeedSequence) -> None:
+        import numpy as np
+
         self.state = np.uint64(int(seed.generate_state(1, np.uint64)[0]))
-        self._steps = np.arange(1, 4097, dtype=np.uint64) * _GOLDEN
+        self._steps = np.arange(1, 4097, dtype=np.uint64) * _words().golden
 
     def raw(self, count: int) -> npt.NDArray[np.uint64]:
         """The next ``count`` 64-bit values (uint64 arrays wrap around, no warning)."""
+        import numpy as np
+
         if count > self._steps.size:
             return np.concatenate([self.raw(self._steps.size), self.raw(count - self._steps.size)])
+        w = _words()
         x = self._steps[:count] + self.state
         self.state = x[-1]
-        x ^= x >> _S30
-        x *= _MIX1
-        x ^= x >> _S27
-        x *= _MIX2
-        x ^= x >> _S31
+        x ^= x >> w.s30
+        x *= w.mix1
+        x ^= x >> w.s27
+        x *= w.mix2
+        x ^= x >> w.s31
         return x
 
     def integers(
-        self, low: int, high: int, size: int, dtype: type[np.int64] = np.int64
+        self, low: int, high: int, size: int, dtype: type[np.int64]
     ) -> npt.NDArray[np.int64]:
         """``size`` integers in ``[low, high)``: the top 53 bits scaled to the span."""
-        values = ((self.raw(size) >> _S11) * ((high - low) / (1 << 53))).astype(dtype)
+        import numpy as np
+
+        values = ((self.raw(size) >> _words().s11) * ((high - low) / (1 << 53))).astype(dtype)
         np.minimum(values, high - low - 1, out=values)
         return values + low if low else values
 
@@ -71,10 +105,12 @@ def offset_source(algo: str, seed: np.random.SeedSequence) -> IntSource:
     """The ``--randalgo`` generator ``algo`` for one thread's offsets."""
     if algo == FAST:
         return GoldenWeyl(seed)
-    return np.random.Generator(_BIT_GENERATORS[algo](seed))
+    import numpy as np
+
+    return np.random.Generator(_bit_generators()[algo](seed))
 
 
 def refill_generator(algo: str, seed: np.random.SeedSequence) -> np.random.BitGenerator:
     """The ``--blockvaralgo`` generator ``algo`` (not ``fast``: SFC64's state lives in the
     slot, see :mod:`aiobench.engines.buffers`)."""
-    return _BIT_GENERATORS[algo](seed)
+    return _bit_generators()[algo](seed)

@@ -4,16 +4,18 @@ buffer allocated and filled (:class:`~aiobench.engines.buffers.SlotBuffer`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from aiobench.config import BenchConfig
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.kinds import MIXED, WRITE, PhaseKind
 from aiobench.plan.layout import PhaseLayout, Stream
 from aiobench.plan.memory import slots_with_work
 from aiobench.plan.targets import Targets
 from aiobench.run.worker import Slot
+
+if TYPE_CHECKING:
+    from aiobench.stats.recorders import Int64Array
 
 
 def slots_for(
@@ -34,9 +36,8 @@ def slots_for(
     queues them itself. ``check_signal`` is a safe point of setup. ``targets``: the run's,
     whose :meth:`~aiobench.plan.targets.Targets.of_thread` gives each thread's handles."""
     # Each MPI rank fills its pools from its own stream (one process: ids start at 0).
-    seeds = [cfg.seed, phase_index, (1 << 32) + ranks.start]
-    rng = np.random.default_rng(np.random.SeedSequence(seeds))
-    salt = int(rng.integers(0, 1 << 62))
+    source = PoolSource([cfg.seed, phase_index, (1 << 32) + ranks.start])
+    salt = source.seeding.next() >> 2  # (below 2^62: each slot's stamp base fits 64 bits)
     moves_data = layout.moves_data(kind)
 
     def buffer(rank: int, i: int, stream: Stream) -> SlotBuffer | None:
@@ -47,18 +48,17 @@ def slots_for(
         return SlotBuffer(
             layout.block_size,
             for_write=kind in (WRITE, MIXED),
-            rng=rng,
+            source=source,
             stamp_base=salt + ((rank * cfg.iodepth + i) << 40),
             depth=depth,
             writes=stream.total_ops if bounded else None,
         )
 
     def slot(rank: int, i: int, stream: Stream) -> Slot:
-        per_path = np.zeros((paths, 3), dtype=np.int64) if paths > 1 else None
         own = targets.of_thread(rank) if targets is not None else None
         return Slot(
             buffer(rank, i, stream),
-            per_path=per_path,
+            per_path=_per_path(paths) if paths > 1 else None,
             rank=rank,
             targets=own if own is not targets else None,
         )
@@ -78,6 +78,13 @@ def slots_for(
         close_buffers(slots)
         raise
     return slots
+
+
+def _per_path(paths: int) -> Int64Array:
+    """A slot's (ops, bytes, entries) per target, when there are several."""
+    import numpy as np  # (a run of one target never loads it)
+
+    return np.zeros((paths, 3), dtype=np.int64)
 
 
 def close_buffers(slots: list[list[Slot]]) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from aiobench.engines import _native, native
 from aiobench.engines.base import Job, RawBatch
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.engines.python import PosixEngine
 from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.plan.workload import OpRun
@@ -37,8 +37,8 @@ def c_slot(buf: SlotBuffer) -> _native.Slot:
 
 
 def buffer(depth: int, *, for_write: bool = True) -> SlotBuffer:
-    rng = np.random.default_rng(1)
-    return SlotBuffer(BLOCK, for_write=for_write, rng=rng, stamp_base=7, depth=depth)
+    source = PoolSource([1])
+    return SlotBuffer(BLOCK, for_write=for_write, source=source, stamp_base=7, depth=depth)
 
 
 def runs_to_the_end(

@@ -11,10 +11,10 @@ import pytest
 
 from aiobench.engines import native
 from aiobench.engines.base import Engine, IoOptions, Job
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.engines.python import PosixEngine
 from aiobench.kinds import WRITE
-from aiobench.plan.pool import pool_bytes
+from aiobench.plan.seeding import SplitMix64
 from aiobench.plan.workload import OpRun
 from tests.helpers import RunCli, fd_targets
 
@@ -92,8 +92,9 @@ def test_help_states_the_cpu_cost(run_cli: RunCli) -> None:
 
 @pytest.mark.parametrize("engines", ["python", "native", "python,native"])
 def test_refills_continue_the_slots_sfc64_stream(tmp_path: Path, engines: str) -> None:
-    """Write k refills words k*w .. k*w+w-1 of numpy's SFC64 seeded from the slot's
-    generator, whichever engine makes it (runs of two writes, engines taking turns)."""
+    """Write k refills words k*w .. k*w+w-1 of numpy's SFC64 from the slot's refill state
+    (the phase's SplitMix64 words after the pool's SFC64 state), whichever engine makes it
+    (runs of two writes, engines taking turns)."""
     if "native" in engines and not native.available():
         pytest.skip(native.build_error)
     choice: dict[str, Engine] = {"python": PosixEngine()}
@@ -102,10 +103,17 @@ def test_refills_continue_the_slots_sfc64_stream(tmp_path: Path, engines: str) -
     turns = [choice[name] for name in engines.split(",")]
     block, pct, runs = 4096, 30, 4
     words = -(-block * pct // 100) // 8
-    seeding = np.random.default_rng(3)  # the slot's generator, as SlotBuffer draws from it
-    seeding.bit_generator.random_raw(pool_bytes(block) // 8)
-    stream = np.random.SFC64(int(seeding.integers(0, 1 << 63))).random_raw(2 * runs * words)
-    buf = SlotBuffer(block, for_write=True, rng=np.random.default_rng(3), stamp_base=0)
+    seeding = SplitMix64([3])
+    seeding.words(4)  # the pools' SFC64 state
+    refill = np.random.SFC64(0)
+    refill.state = {
+        "bit_generator": "SFC64",
+        "state": {"state": np.array(seeding.words(4), dtype=np.uint64)},
+        "has_uint32": 0,
+        "uinteger": 0,
+    }
+    stream = refill.random_raw(2 * runs * words)
+    buf = SlotBuffer(block, for_write=True, source=PoolSource([3]), stamp_base=0)
     target = tmp_path / "f"
     fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
     try:

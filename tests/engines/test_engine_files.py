@@ -12,7 +12,7 @@ import pytest
 
 from aiobench.engines import registry
 from aiobench.engines.base import Engine, Job
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.errors import ConfigError
 from aiobench.kinds import READ
 from aiobench.plan.workload import OpRun
@@ -127,7 +127,7 @@ def test_engine_run_ends_at_its_time_budget(tmp_path: Path, io_engine: Engine) -
     target = tmp_path / "f"
     target.write_bytes(bytes(64 * 4096))
     fd = os.open(target, os.O_RDONLY)
-    buf = SlotBuffer(4096, for_write=False, rng=np.random.default_rng(0), stamp_base=0)
+    buf = SlotBuffer(4096, for_write=False, source=PoolSource([0]), stamp_base=0)
     ops = OpRun(0, [i * 4096 for i in range(64)], 4096)
     try:
         engine = io_engine

@@ -20,7 +20,7 @@ import pytest
 
 from aiobench.engines import _native, native
 from aiobench.engines.base import Engine, IoOptions, Job, RawBatch
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.engines.gate import StopEvent
 from aiobench.engines.python import PosixEngine
 from aiobench.engines.verify import pattern
@@ -36,6 +36,7 @@ from tests.helpers import (
     require_root_tools,
     resolved_for,
     run,
+    run_aiobench,
     run_tool,
     site_dirs,
 )
@@ -199,7 +200,7 @@ def test_a_short_read_in_file_mode_is_worded_alike(tmp_path: Path, name: str) ->
 
 
 def slot_buffer(block: int, *, for_write: bool = True) -> SlotBuffer:
-    return SlotBuffer(block, for_write=for_write, rng=np.random.default_rng(5), stamp_base=9)
+    return SlotBuffer(block, for_write=for_write, source=PoolSource([5]), stamp_base=9)
 
 
 def state_of(buf: SlotBuffer) -> tuple[int, int, tuple[int, ...]]:
@@ -691,11 +692,12 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
     assert available == "False"
     assert s3_native == "False"  # (the S3 engine's requests then all on the event loop)
     assert why.startswith("the C extension aiobench.engines._native is not built")
-    # A run from that install uses the Python engine, says so once, and records it.
+    # A run from that install uses the Python engine, says so once, and records it; its
+    # pools, numpy's SFC64 words, are what the extension fills them with.
     entry = probe.split("import aiobench,")[0] + "from aiobench.entry import main; main()"
     out = tmp_path / "r.json"
     for engine_args, code in (([], 0), (["--ioengine", "native"], 2)):
-        args = ["-w", "-b", "4k", "-s", "64k", *engine_args, str(tmp_path / "f")]
+        args = ["-w", "-b", "4k", "-s", "64k", "--seed", "3", *engine_args, str(tmp_path / "f")]
         run = subprocess.run(
             [sys.executable, "-I", "-S", "-c", entry, *args, "--nolive", "--json", str(out)],
             capture_output=True, text=True, timeout=120, check=False,
@@ -706,6 +708,9 @@ def test_a_build_without_a_compiler_has_no_extension_and_says_so(tmp_path: Path)
             continue
         assert run.stderr.count("Note: the native engine is not built here") == 1, run.stderr
         assert json.loads(out.read_text())["meta"]["ioengine"] == "python"
+        with_c = run_aiobench(*args[:-1], "--nolive", str(tmp_path / "c"))
+        assert with_c.returncode == 0, with_c.stderr
+        assert (tmp_path / "f").read_bytes() == (tmp_path / "c").read_bytes()
 
 
 # -- depth N: Linux native AIO (one run, up to depth operations in flight) -------------------
@@ -728,13 +733,13 @@ def in_flight_at_most(batch: RawBatch) -> int:
 
 
 def test_a_buffer_for_depth_has_its_read_areas_and_windows() -> None:
-    buf = SlotBuffer(1 << 20, for_write=True, rng=np.random.default_rng(1), stamp_base=0, depth=4)
+    buf = SlotBuffer(1 << 20, for_write=True, source=PoolSource([1]), stamp_base=0, depth=4)
     try:
         assert buf.read_area == 1 << 20 and len(buf.read_mem) == 4 << 20
         assert len(buf.windows) == 8  # a 1 MiB block has one window at depth 1
     finally:
         buf.close()
-    small = SlotBuffer(4096, for_write=True, rng=np.random.default_rng(1), stamp_base=0, depth=4)
+    small = SlotBuffer(4096, for_write=True, source=PoolSource([1]), stamp_base=0, depth=4)
     try:
         assert len(small.windows) == 65  # enough already
     finally:
@@ -750,8 +755,7 @@ def test_depth_writes_leave_the_bytes_of_one_at_a_time(tmp_path: Path, block: in
     seen = []
     for name, depth in (("python", 1), ("native", 1), ("native", 8)):
         target = tmp_path / f"{name}-{depth}"
-        buf = SlotBuffer(block, for_write=True, rng=np.random.default_rng(1), stamp_base=3,
-                         depth=8)  # fmt: skip
+        buf = SlotBuffer(block, for_write=True, source=PoolSource([1]), stamp_base=3, depth=8)
         fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             runs = [engine(name).run(aio_job(WRITE, fd, buf, part, depth=depth))
@@ -773,7 +777,7 @@ def test_depth_writes_leave_the_bytes_of_one_at_a_time(tmp_path: Path, block: in
 
 def test_a_depth_run_stops_submitting_past_the_time_limit(tmp_path: Path) -> None:
     target = tmp_path / "f"
-    buf = SlotBuffer(4096, for_write=True, rng=np.random.default_rng(1), stamp_base=0, depth=4)
+    buf = SlotBuffer(4096, for_write=True, source=PoolSource([1]), stamp_base=0, depth=4)
     fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         ops = [i * 4096 for i in range(100)]
@@ -794,7 +798,7 @@ def test_a_depth_run_stops_submitting_past_the_time_limit(tmp_path: Path) -> Non
 def test_a_depth_run_names_the_operation_that_failed(tmp_path: Path) -> None:
     target = tmp_path / "f"
     target.write_bytes(bytes(10 * 4096 - 100))  # block 9 reads 100 bytes short
-    buf = SlotBuffer(4096, for_write=False, rng=np.random.default_rng(1), stamp_base=0, depth=4)
+    buf = SlotBuffer(4096, for_write=False, source=PoolSource([1]), stamp_base=0, depth=4)
     fd = os.open(target, os.O_RDONLY)
     try:
         offsets = [i * 4096 for i in range(10)]
@@ -816,7 +820,7 @@ def test_a_depth_run_names_the_operation_that_failed(tmp_path: Path) -> None:
 
 
 def test_file_aio_refuses_what_does_not_fit() -> None:
-    buf = SlotBuffer(4096, for_write=False, rng=np.random.default_rng(1), stamp_base=0, depth=2)
+    buf = SlotBuffer(4096, for_write=False, source=PoolSource([1]), stamp_base=0, depth=2)
     offsets = np.zeros(4, dtype=np.int64)
     room = np.empty(4, dtype=np.int64)
 
@@ -860,7 +864,7 @@ def test_depth_on_a_loop_device_with_direct_io(tmp_path: Path) -> None:
                 offsets = [int(o) * 4096 for o in np.random.default_rng(5).permutation(2048)]
                 written = []
                 for depth in (1, 16):
-                    buf = SlotBuffer(4096, for_write=True, rng=np.random.default_rng(2),
+                    buf = SlotBuffer(4096, for_write=True, source=PoolSource([2]),
                                      stamp_base=1, depth=16)  # fmt: skip
                     try:
                         wrote = native.NativeEngine().run(

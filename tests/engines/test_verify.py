@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engines.base import Engine, IoOptions, Job
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.engines.verify import check, expected_word, pattern
 from aiobench.errors import VerifyError
 from aiobench.kinds import WRITE, PhaseKind
@@ -59,7 +59,7 @@ def test_verifydirect_catches_a_write_that_lands_elsewhere(
     # misdirected write. Only reading the block back at its own offset shows it.
     target = tmp_path / "f"
     target.write_bytes(bytes(8 * 4096))
-    buf = SlotBuffer(4096, for_write=True, rng=np.random.default_rng(1), stamp_base=0)
+    buf = SlotBuffer(4096, for_write=True, source=PoolSource([1]), stamp_base=0)
     fd = os.open(target, os.O_RDWR | os.O_APPEND)
     try:
         plain = io_engine.run(verified_job(WRITE, fd, buf, [0]))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aiobench.engines.base import Engine, IoOptions, Job
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.engines.gate import StopEvent
 from aiobench.engines.null import NullEngine
 from aiobench.engines.python import PosixEngine
@@ -144,9 +144,7 @@ def engine_job(
 ) -> Job:
     buf = None
     if run.size:
-        buf = SlotBuffer(
-            run.block, for_write=kind == WRITE, rng=np.random.default_rng(1), stamp_base=7
-        )
+        buf = SlotBuffer(run.block, for_write=kind == WRITE, source=PoolSource([1]), stamp_base=7)
     options = IoOptions(**over)  # type: ignore[arg-type]
     return Job(kind, fd_targets([str(root)], [dfd]), run, buf, 2**62, stop=stop, options=options)
 

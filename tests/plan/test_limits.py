@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from aiobench.config import build_config
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.kinds import WRITE
 from aiobench.plan.memory import available_memory, slot_needs, slots_with_work
 from aiobench.plan.pool import POOL_SLACK, POOL_WINDOWS, pool_bytes
@@ -261,7 +261,7 @@ def test_pools_scale_with_the_block() -> None:
     assert pool_bytes(4 * KIB) == 4 * KIB + POOL_SLACK  # as before
     assert pool_bytes(64 * KIB) == 64 * KIB + POOL_SLACK
     assert pool_bytes(1 * MIB) == 1 * MIB  # one window: no slack it would never use
-    buf = SlotBuffer(1, for_write=True, rng=np.random.default_rng(0), stamp_base=0)
+    buf = SlotBuffer(1, for_write=True, source=PoolSource([0]), stamp_base=0)
     try:
         assert len(buf.mem) == 4 * KIB  # was 260 KiB for every slot
         assert len(buf.windows) == POOL_WINDOWS

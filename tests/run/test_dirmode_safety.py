@@ -18,14 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.config import BenchConfig
 from aiobench.engines import registry
 from aiobench.engines.base import Engine, IoOptions, Job
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.kinds import MKDIRS, READ, RMDIRS, RMFILES, STAT, WRITE, PhaseKind
 from aiobench.plan.dirmode import DirLayout, EntryRun
 from aiobench.plan.targets import DIR, Resolved
@@ -333,7 +332,7 @@ def engine_run(engine: Engine, kind: PhaseKind, root: Path, names: list[str], si
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     buf = None
     if size:
-        buf = SlotBuffer(4096, for_write=kind == WRITE, rng=np.random.default_rng(1), stamp_base=1)
+        buf = SlotBuffer(4096, for_write=kind == WRITE, source=PoolSource([1]), stamp_base=1)
     try:
         run = EntryRun(0, names, size=size, block=4096)
         return engine.run(Job(kind, fd_targets([str(root)], [fd]), run, buf, 2**62))
@@ -548,7 +547,7 @@ def test_a_failed_file_write_keeps_no_view_of_the_slot_buffer(
     (root / "r0" / "d0").mkdir(parents=True)
     names = [f"r0/d0/r0-f{j}" for j in range(64)]
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    buf = SlotBuffer(16384, for_write=True, rng=np.random.default_rng(1), stamp_base=1)
+    buf = SlotBuffer(16384, for_write=True, source=PoolSource([1]), stamp_base=1)
     gc.disable()
     try:
         run = EntryRun(0, names, size=48 * 1024, block=16384)

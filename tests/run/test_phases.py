@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from aiobench.engines.base import Engine, IoOptions, Job, RawBatch
-from aiobench.engines.buffers import SlotBuffer
+from aiobench.engines.buffers import PoolSource, SlotBuffer
 from aiobench.engines.gate import StartGate
 from aiobench.engines.null import NullEngine
 from aiobench.kinds import READ, WRITE, PhaseKind
@@ -302,8 +302,7 @@ async def test_first_runs_wait_at_the_gate_inside_the_engine(
     fd = os.open(target, os.O_RDONLY)
     gate = StartGate(16)
     buffers = [
-        SlotBuffer(4096, for_write=False, rng=np.random.default_rng(i), stamp_base=0)
-        for i in range(16)
+        SlotBuffer(4096, for_write=False, source=PoolSource([i]), stamp_base=0) for i in range(16)
     ]
     targets = fd_targets([str(target)], [fd])
     ops = OpRun(0, list(range(0, 64 * 4096, 4096)), 4096)

@@ -6,8 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from numpy import ndarray
+from typing_extensions import Buffer
 
-Array = ndarray[Any, Any]
+# A C-contiguous buffer of the field's items (int64, or int32 for fds): array("q") or
+# numpy's (whose stubs give it __buffer__ only from Python 3.12 on).
+Array = ndarray[Any, Any] | Buffer
 Memory = mmap.mmap | Array
 
 DONE: int
@@ -140,3 +143,5 @@ def file_aio(slot: Slot, spec: Spec, /) -> int: ...
 def entries_meta(spec: Spec, /) -> int: ...
 def entries_files(slot: Slot, spec: Spec, /) -> int: ...
 def gate_open(gate: Array, state: int) -> None: ...
+def fill_steps(out: Array, start: int, step: int, /) -> None:
+    """Fill the int64 buffer ``out`` with start, start + step, ... (a range's offsets)."""

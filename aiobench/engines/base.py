@@ -28,7 +28,12 @@ from aiobench.plan.targets import Probe, Resolved, Targets
 from aiobench.plan.workload import OpRun
 
 if TYPE_CHECKING:
+    from array import array
+
     from aiobench.config import BenchConfig
+
+    # What an engine hands back: numpy's int64 arrays, or the native engine's array("q").
+    Int64s = npt.NDArray[np.int64] | array[int]
 
 
 Int64Array = npt.NDArray[np.int64]
@@ -47,16 +52,16 @@ class RawBatch:
     instants are int64 arrays (``perf_counter_ns``/``CLOCK_MONOTONIC``).
     """
 
-    starts: Int64Array
-    ends: Int64Array
-    io_starts: Int64Array = field(default_factory=_none)
-    io_ends: Int64Array = field(default_factory=_none)
+    starts: Int64s
+    ends: Int64s
+    io_starts: Int64s = field(default_factory=_none)
+    io_ends: Int64s = field(default_factory=_none)
     error: BenchIOError | None = None
     # Under a rate limit: when each completed operation was scheduled to start.
-    intended: Int64Array = field(default_factory=_none)
+    intended: Int64s = field(default_factory=_none)
     # Object storage: each GET's time to first byte (from sending it to its first body
     # byte), in ns.
-    first_bytes: Int64Array = field(default_factory=_none)
+    first_bytes: Int64s = field(default_factory=_none)
 
 
 class ListRecord:

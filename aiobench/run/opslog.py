@@ -304,7 +304,7 @@ class PhaseLog:
     def _error_line(
         self, run: OpRun | EntryRun, raw: RawBatch, rank: int, error: BenchIOError
     ) -> str:
-        done = int(raw.ends.size)
+        done = len(raw.ends)
         if isinstance(run, OpRun):
             op = self._file_op(run, done) if done < len(run) else self._file_op(run, 0)
             length = run.length
@@ -348,7 +348,7 @@ class PhaseLog:
 
     def _file_columns(self, run: OpRun, raw: RawBatch) -> _Columns:
         """File mode: a line per block read or written."""
-        done = int(raw.ends.size)
+        done = len(raw.ends)
         ops: list[str] | str = self._file_op(run, 0)
         if run.mix is not None:
             ops = np.where(run.mix.is_read(run.first_seq, done), *self._file_ops).tolist()
@@ -358,7 +358,8 @@ class PhaseLog:
             names = self.json_paths[index]
         else:
             names = [self.json_paths[i] for i in index[:done]]
-        return _Columns(ops, names, run.offsets[:done], run.length, raw.starts, raw.ends)
+        starts, ends = np.asarray(raw.starts), np.asarray(raw.ends)
+        return _Columns(ops, names, run.offsets[:done], run.length, starts, ends)
 
     def _entry_op(self, run: EntryRun, k: int) -> str:
         if self.objects:

@@ -300,25 +300,27 @@ async def _execute_async(
 
 def _fold(slot: Slot, run: Run, raw: RawBatch) -> Done:
     """A run's latencies into the slot's recorders."""
-    ends, io_ends = raw.ends, raw.io_ends
-    unit_latency = ends - raw.starts
+    # (stream-arrays, until the engine lead's RawBatch change: array("q") seen as numpy)
+    ends, io_ends = np.asarray(raw.ends), np.asarray(raw.io_ends)
+    intended = np.asarray(raw.intended)
+    unit_latency = ends - np.asarray(raw.starts)
     io_latency = None
     if isinstance(run, EntryRun):
-        io_latency = io_ends - raw.io_starts
+        io_latency = io_ends - np.asarray(raw.io_starts)
         slot.entry_recorder.add(unit_latency)
         slot.recorder.add(io_latency)
-        if raw.first_bytes.size:
-            slot.ttfb_recorder.add(raw.first_bytes)
-        if raw.intended.size:  # under a rate limit: from each entry's scheduled start
-            slot.sched_recorder.add(ends - raw.intended)
+        if len(raw.first_bytes):
+            slot.ttfb_recorder.add(np.asarray(raw.first_bytes))
+        if intended.size:  # under a rate limit: from each entry's scheduled start
+            slot.sched_recorder.add(ends - intended)
     elif isinstance(run, OpRun) and run.mix is not None:
         reads = run.mix.is_read(run.first_seq, int(unit_latency.size))
         slot.read_recorder.add(unit_latency[reads])
         slot.recorder.add(unit_latency[~reads])
     else:
         slot.recorder.add(unit_latency)
-        if raw.intended.size:
-            slot.sched_recorder.add(ends - raw.intended)
+        if intended.size:
+            slot.sched_recorder.add(ends - intended)
     return Done(run, ends, io_ends, unit_latency, io_latency)
 
 
@@ -463,7 +465,7 @@ def _slot_loop(
         if raw.error is not None:
             state.fail(raw.error)
             return
-        _carry(spec, slot, run, raw.ends)
+        _carry(spec, slot, run, np.asarray(raw.ends))
 
 
 async def _loop_slot(
@@ -482,7 +484,7 @@ async def _loop_slot(
         if raw.error is not None:
             state.fail(raw.error)
             return
-        _carry(spec, slot, run, raw.ends)
+        _carry(spec, slot, run, np.asarray(raw.ends))
 
 
 def _carry(spec: PhaseSpec, slot: Slot, run: Run, ends: Int64Array) -> None:

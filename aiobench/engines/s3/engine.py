@@ -468,7 +468,7 @@ class _Requests:
     def batch(self) -> RawBatch:
         batch = self.record.batch()
         if self.first_bytes:
-            done = batch.io_ends.size
+            done = len(batch.io_ends)
             batch.first_bytes = np.array(self.first_bytes[:done], dtype=np.int64)
         return batch
 

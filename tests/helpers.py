@@ -20,6 +20,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -551,7 +552,7 @@ def stream(
         rand=rand,
         aligned=aligned,
         permute=permute,
-        rng=np.random.default_rng(seed),
+        rng=partial(np.random.default_rng, seed),
         backward=backward,
         stride=stride,
         loop=loop,

@@ -8,7 +8,9 @@ from typing import Any
 from numpy import ndarray
 from typing_extensions import Buffer
 
-Array = ndarray[Any, Any]
+# A C-contiguous buffer of the field's items (int64, or int32 for fds): array("q") or
+# numpy's (whose stubs give it __buffer__ only from Python 3.12 on).
+Array = ndarray[Any, Any] | Buffer
 Memory = mmap.mmap | Array
 
 DONE: int
@@ -143,3 +145,6 @@ def entries_files(slot: Slot, spec: Spec, /) -> int: ...
 def gate_open(gate: Array, state: int) -> None: ...
 def sfc64_fill(buffer: Memory | Buffer, state: Sequence[int], /) -> tuple[int, ...]:
     """Fill ``buffer`` with SFC64's raw words from ``state``; the state after them."""
+
+def fill_steps(out: Array, start: int, step: int, /) -> None:
+    """Fill the int64 buffer ``out`` with start, start + step, ... (a range's offsets)."""

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from array import array
 from time import perf_counter_ns
-
-import numpy as np
 
 try:  # the native engine's half of the start gate (the extension is optional)
     from aiobench.engines import _native
@@ -30,7 +29,7 @@ class StartGate:
 
     def __init__(self, expected: int) -> None:
         self.expected = expected
-        self.word = np.zeros(3, dtype=np.int64)  # state, time limit, start instant
+        self.word = array("q", [0, 0, 0])  # state, time limit, start instant (int64)
         self._arrived = 0
         self._lock = threading.Lock()
         self._loop = asyncio.get_running_loop()
@@ -76,7 +75,7 @@ class StartGate:
         if self.word[0] == _GATE_STOPPED:
             return None
         until = perf_counter_ns() + budget_ns
-        limit = int(self.word[1])
+        limit = self.word[1]
         return min(until, limit) if limit else until
 
 
@@ -89,7 +88,7 @@ class StopEvent(threading.Event):
 
     def __init__(self) -> None:
         super().__init__()
-        self.flag = np.zeros(1, dtype=np.uint8)
+        self.flag = array("B", [0])
 
     def set(self) -> None:
         self.flag[0] = 1

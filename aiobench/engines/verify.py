@@ -3,13 +3,14 @@
 Every 64-bit little-endian word at file (or device) offset ``o`` (a multiple of 8) holds
 ``o + SALT`` modulo 2^64, elbencho's pattern, so any block can be checked on its own and a
 wrong byte is named by its exact offset.
+
+numpy is imported by the functions that compute with it: an engine that uses them loads
+it before a phase's clock (see ``PosixEngine.begin_phase``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 WORD = 8
 _MASK = (1 << 64) - 1
@@ -17,6 +18,8 @@ _MASK = (1 << 64) - 1
 
 def pattern(offset: int, length: int, salt: int) -> bytes:
     """The bytes ``offset .. offset + length`` of the pattern (any alignment)."""
+    import numpy as np
+
     first, last = offset // WORD, -(-(offset + length) // WORD)
     words = np.arange(first, last, dtype=np.uint64) * np.uint64(WORD) + np.uint64(salt)
     skip = offset - first * WORD
@@ -42,6 +45,8 @@ def check(data: memoryview | bytes, offset: int, salt: int) -> Mismatch | None:
     want = pattern(offset, len(data), salt)
     if data == want:
         return None
+    import numpy as np
+
     got = np.frombuffer(data, dtype=np.uint8)
     first_bad = int(np.argmax(got != np.frombuffer(want, dtype=np.uint8)))
     bad = offset + first_bad

@@ -14,9 +14,7 @@ import bisect
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from aiobench.kinds import (
     MIXED,
@@ -31,6 +29,10 @@ from aiobench.kinds import (
     phase_name,
 )
 from aiobench.plan.split import StreamOrder, ThreadSplit
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 # What a symlink below PATH is called, when the checks before the run or the engine's walk
 # find one (PATH itself, named by the user, may be one).
@@ -177,6 +179,8 @@ class EntryRun:
         if isinstance(index, int):
             out[index] += self.totals(units, io_ops)
             return
+        import numpy as np  # (``out``, per-target counts, loaded it before the clock)
+
         if units:
             entries = np.bincount(index[:units], minlength=out.shape[0])
             per = self.blocks_per_entry
@@ -317,6 +321,8 @@ class DirLayout:
 
     def files_per_path(self) -> list[int]:
         """How many files of all thread ranks each PATH gets."""
+        import numpy as np
+
         paths = self.num_paths
         ranks_at = np.bincount(np.arange(self.threads) % paths, minlength=paths)
         if self.dirs == 0:  # rank r's files go straight into path r % num_paths

@@ -2,25 +2,33 @@
 sequential, uniform random, full-coverage permutation.
 
 Pure: a stream turns a thread's :class:`Slice` of the range into runs of
-``(path index, offset)`` pairs of one length, without touching the disk.
+``(path index, offset)`` pairs of one length, without touching the disk. A sequential
+stream's offsets are ranges and load no numpy (its import is a third of a small run's
+start); the streams that compute with numpy (random, backward or strided, --rwmixpct)
+import it when they are made or first taken from, before the phase's clock.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
-import numpy.typing as npt
+from functools import cached_property, partial
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from aiobench.kinds import READ, WRITE, PhaseKind, phase_name
 from aiobench.plan.randalgo import IntSource, offset_source
 from aiobench.plan.rwbalance import RwBalance
 from aiobench.plan.split import StreamOrder, ThreadSplit
 
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    IntArray = npt.NDArray[np.int64]
+    BoolArray = npt.NDArray[np.bool_]
 
 # How many permutation values one vectorised step computes (about 32 KiB of state).
 _PERM_CHUNK = 4096
@@ -115,7 +123,7 @@ class Layout:
                 permute=kind == WRITE
                 and order.randalgo is None
                 and not order.reader_thread(kind, rank - split.ids.start),
-                rng=stream_rng(order, phase_index, rank),
+                rng=partial(stream_rng, order, phase_index, rank),
                 backward=order.backward,
                 stride=stride,
                 loop=order.loop,
@@ -129,6 +137,8 @@ class Layout:
 
 def stream_rng(order: StreamOrder, phase_index: int, rank: int) -> np.random.Generator:
     """Thread rank ``rank``'s random stream of offsets in phase ``phase_index``."""
+    import numpy as np
+
     return np.random.default_rng(np.random.SeedSequence([order.seed, phase_index, rank]))
 
 
@@ -136,6 +146,8 @@ def offsets_rng(order: StreamOrder, phase_index: int, rank: int) -> IntSource | 
     """--randalgo: thread rank ``rank``'s generator of offsets (None: :func:`stream_rng`)."""
     if order.randalgo is None or not order.rand:
         return None
+    import numpy as np
+
     return offset_source(order.randalgo, np.random.SeedSequence([order.seed, phase_index, rank]))
 
 
@@ -171,6 +183,10 @@ class RwMix:
     pct: int
     rank: int
 
+    def __post_init__(self) -> None:
+        # :meth:`is_read` computes with numpy in the phase: loaded now, before its clock.
+        import_module("numpy")
+
     def _reads_below(self, x: int) -> int:
         return (x // 100) * self.pct + min(x % 100, self.pct)
 
@@ -181,6 +197,8 @@ class RwMix:
 
     def is_read(self, first_seq: int, count: int) -> BoolArray:
         """Per operation from ``first_seq`` on: whether it is a read."""
+        import numpy as np
+
         seqs = np.arange(self.rank + first_seq, self.rank + first_seq + count, dtype=np.int64)
         return (seqs % 100) < self.pct
 
@@ -190,11 +208,12 @@ class OpRun:
     """Consecutive operations of one length, issued back to back by one slot.
 
     ``path_index`` is one int when every operation hits the same path, else a list with
-    one entry per operation.
+    one entry per operation. ``offsets`` is a range where they are evenly spaced (a
+    sequential stream's: made, cut and joined in O(1)), else a list.
     """
 
     path_index: int | list[int]
-    offsets: list[int]
+    offsets: Sequence[int]
     length: int
     # ``path_index`` as an array when it is a list (per-target counting without a
     # conversion on the event loop).
@@ -229,6 +248,8 @@ class OpRun:
         if isinstance(self.path_index, int):
             out[self.path_index, :2] += (units, units * self.length)
             return
+        import numpy as np
+
         array = self.path_array if self.path_array is not None else np.asarray(self.path_index)
         counts = np.bincount(array[:units], minlength=out.shape[0])
         out[:, 0] += counts
@@ -278,22 +299,42 @@ class OpRun:
             return None
         if other.first_seq != self.first_seq + len(self):
             return None
-        offsets = self.offsets + other.offsets
+        offsets = _concat(self.offsets, other.offsets)
         array = None
         if self.offsets_array is not None and other.offsets_array is not None:
-            array = np.concatenate((self.offsets_array, other.offsets_array))
+            array = _concat_arrays(self.offsets_array, other.offsets_array)
         first, mix = self.first_seq, self.mix
         if isinstance(self.path_index, int) and self.path_index == other.path_index:
             return OpRun(self.path_index, offsets, self.length, None, first, mix, array)
-        paths = np.concatenate((self._paths(), other._paths()))
+        # (runs on several targets: their per-target counts loaded numpy before the clock)
+        paths = _concat_arrays(self._paths(), other._paths())
         return OpRun(paths.tolist(), offsets, self.length, paths, first, mix, array)
 
     def _paths(self) -> IntArray:
+        import numpy as np
+
         if isinstance(self.path_index, int):
             return np.full(len(self), self.path_index, dtype=np.int64)
         if self.path_array is not None:
             return self.path_array
         return np.asarray(self.path_index, dtype=np.int64)
+
+
+def _concat(first: Sequence[int], then: Sequence[int]) -> Sequence[int]:
+    """``first`` and then ``then``: one range when they are ranges that go on one from the
+    other (a sequential stream's consecutive runs), else a list."""
+    if isinstance(first, range) and isinstance(then, range) and first:
+        step = first.step
+        whole = range(first.start, first.start + (len(first) + len(then)) * step, step)
+        if whole[len(first) :] == then:
+            return whole
+    return [*first, *then]
+
+
+def _concat_arrays(first: IntArray, then: IntArray) -> IntArray:
+    import numpy as np
+
+    return np.concatenate((first, then))
 
 
 class Permutation:
@@ -305,6 +346,8 @@ class Permutation:
     """
 
     def __init__(self, n: int, rng: np.random.Generator) -> None:
+        import numpy as np
+
         self.n = n
         self.bits = max(1, (n - 1).bit_length())
         self.mask = np.uint64((1 << self.bits) - 1)
@@ -323,9 +366,21 @@ class Permutation:
         self.jump_a = np.array(jump_a, dtype=np.uint64)
         self.jump_c = np.array(jump_c, dtype=np.uint64)
         self.state = np.uint64(int(rng.integers(0, modulus)))
+        self._pending = np.empty(0, dtype=np.int64)  # values made, not taken yet
+
+    def take(self, count: int) -> IntArray:
+        """The next ``count`` values of the sequence."""
+        import numpy as np
+
+        while self._pending.size < count:
+            self._pending = np.concatenate((self._pending, self.chunk()))
+        out, self._pending = self._pending[:count], self._pending[count:]
+        return out
 
     def chunk(self) -> IntArray:
         """The next values of the sequence (at least a few, all < n)."""
+        import numpy as np
+
         while True:
             with np.errstate(over="ignore"):
                 raw = (self.jump_a * self.state + self.jump_c) & self.mask
@@ -349,7 +404,7 @@ class OpStream:
         rand: bool,
         aligned: bool,
         permute: bool,
-        rng: np.random.Generator,
+        rng: Callable[[], np.random.Generator],
         backward: bool = False,
         stride: int = 1,
         loop: bool = False,
@@ -360,7 +415,8 @@ class OpStream:
         """``part`` holds the thread's blocks ``first + i*stride`` for ``i < blocks``;
         ``backward`` visits them from the last to the first. With ``loop`` (--infloop) the
         stream starts over after its last operation and never runs dry. ``mix`` marks the
-        reads among the operations (--rwmixpct)."""
+        reads among the operations (--rwmixpct). ``rng`` makes the thread's generator,
+        called on first use: a sequential stream never makes one."""
         self.layout = layout
         self.part = part
         self.total_ops = total_ops
@@ -373,21 +429,39 @@ class OpStream:
         self.mix = mix
         self.passes = 0  # completed passes over the thread's work (--infloop)
         self.taken = 0  # operations handed out in all passes
-        self.rng = rng
+        self._new_rng = rng
         # --rwmixthrpct: the balance this thread waits on (a reader: its mix reads all).
         self.balance = balance
         self.reader = mix is not None and mix.pct == 100
-        # Where random offsets come from: --randalgo's generator, else ``rng``.
-        self.draw: IntSource = draw if draw is not None else rng
+        self.draw = draw  # --randalgo's generator (None: :attr:`rng`)
         # Random writes visit every block once, aligned or not (unaligned ones shifted inside
         # their block), so each file reaches its full size and a later read finds no EOF.
-        self._perm = Permutation(part.blocks, rng) if rand and permute else None
-        self._pending: IntArray = np.empty(0, dtype=np.int64)
-        self._cum = np.asarray(layout.cum_blocks, dtype=np.int64)
-        self._sizes = np.asarray(layout.sizes, dtype=np.int64)
+        self._perm = Permutation(part.blocks, self.rng) if rand and permute else None
         first_path = layout.locate(part.first_block)[0]
         last_path = layout.locate(part.first_block + (part.blocks - 1) * stride)[0]
         self._single_path = first_path if first_path == last_path else None
+
+    @cached_property
+    def rng(self) -> np.random.Generator:
+        """The thread's generator, made on first use (a sequential stream never draws)."""
+        return self._new_rng()
+
+    @property
+    def _source(self) -> IntSource:
+        """Where random offsets come from: --randalgo's generator, else :attr:`rng`."""
+        return self.draw if self.draw is not None else self.rng
+
+    @cached_property
+    def _cum(self) -> IntArray:
+        import numpy as np
+
+        return np.asarray(self.layout.cum_blocks, dtype=np.int64)
+
+    @cached_property
+    def _sizes(self) -> IntArray:
+        import numpy as np
+
+        return np.asarray(self.layout.sizes, dtype=np.int64)
 
     @property
     def remaining(self) -> int:
@@ -432,12 +506,13 @@ class OpStream:
             full_end = end_of_path - 1
         count = max(1, min(count, full_end - block))
         bs = self.layout.block_size
-        array = np.arange(offset, offset + count * bs, bs, dtype=np.int64)
-        return OpRun(index, array.tolist(), length, offsets_array=array)
+        return OpRun(index, range(offset, offset + count * bs, bs), length)
 
     def _ordered(self, count: int) -> OpRun:
         """The next ``count`` blocks backwards or strided, cut where the block length
         changes (a run has one length; a short last block of a path is its own run)."""
+        import numpy as np
+
         index = np.arange(self.issued, self.issued + count, dtype=np.int64)
         if self.backward:
             index = self.part.blocks - 1 - index
@@ -456,14 +531,15 @@ class OpStream:
         )
 
     def _blocks(self, count: int) -> IntArray:
-        if self._perm is None:
-            return self.draw.integers(0, self.part.blocks, size=count, dtype=np.int64)
-        while self._pending.size < count:
-            self._pending = np.concatenate((self._pending, self._perm.chunk()))
-        out, self._pending = self._pending[:count], self._pending[count:]
-        return out
+        if self._perm is not None:
+            return self._perm.take(count)
+        import numpy as np
+
+        return self._source.integers(0, self.part.blocks, size=count, dtype=np.int64)
 
     def _random(self, count: int) -> OpRun:
+        import numpy as np
+
         bs = self.layout.block_size
         blocks = self._blocks(count) + self.part.first_block
         path_index: int | list[int]
@@ -478,7 +554,7 @@ class OpStream:
         if not self.aligned:
             # Shift each operation by a random amount inside its block, clamped so it stays
             # inside its path.
-            jitter = self.draw.integers(0, bs, size=count, dtype=np.int64)
+            jitter = self._source.integers(0, bs, size=count, dtype=np.int64)
             offsets = np.minimum(offsets + jitter, self._sizes[index] - bs)
         return OpRun(path_index, offsets.tolist(), bs, path_array, offsets_array=offsets)
 

@@ -224,7 +224,7 @@ class _Columns:
 
     ops: list[str] | str
     names: list[str] | str  # as JSON strings
-    offsets: list[int]
+    offsets: Sequence[int]
     lengths: list[int] | int
     starts: Int64Array
     ends: Int64Array

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pytest
 
+from aiobench.kinds import READ, WRITE, PhaseKind
+from aiobench.plan.split import StreamOrder, ThreadSplit
 from aiobench.plan.workload import (
     Layout,
     OpRun,
@@ -139,3 +142,141 @@ def test_runs_that_are_not_one_stream_do_not_join() -> None:
     assert one.joined(OpRun(0, [8192], 4096, first_seq=13)) is None  # a gap between them
     mixed = OpRun(0, [8192], 4096, first_seq=12, mix=RwMix(50, 0))
     assert one.joined(mixed) is None  # another --rwmixpct
+
+
+# -- sequential streams: ranges of offsets, the same as the block arithmetic ---------------
+
+Op = tuple[int, int, int]
+
+
+def _expected_blocks(sizes: tuple[int, ...], bs: int, first: int, blocks: int) -> list[Op]:
+    """(path, offset, length) of global blocks ``first ..`` by hand: each path's blocks
+    in turn, its last one short when its size is not a multiple of ``bs``."""
+    out: list[Op] = []
+    for path, size in enumerate(sizes):
+        out += [(path, off, min(bs, size - off)) for off in range(0, size, bs)]
+    return out[first : first + blocks]
+
+
+@pytest.mark.parametrize("sizes", [(64 * 4096,), (10 * 4096 + 100, 3 * 4096, 4096 - 1, 7 * 4096)])
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("step", [1, 5, 1000])
+def test_sequential_offsets_are_each_threads_blocks_in_order(
+    sizes: tuple[int, ...], threads: int, step: int
+) -> None:
+    layout = Layout(sizes, 4096)
+    streams = layout.streams(WRITE, 0, StreamOrder(seed=1), ThreadSplit.alone(threads))
+    for part, one in zip(layout.slices(threads), streams, strict=True):
+        ops: list[Op] = []
+        while (run := one.take(step)) is not None:
+            assert isinstance(run.offsets, range) and run.offsets_array is None
+            assert isinstance(run.path_index, int) and run.first_seq == len(ops)
+            ops += _expand(run)
+        assert ops == _expected_blocks(sizes, 4096, part.first_block, part.blocks)
+
+
+def test_a_long_sequential_run_is_one_range() -> None:
+    (one,) = Layout((1 << 30,), 4096).streams(WRITE, 0, StreamOrder(seed=1), ThreadSplit.alone(1))
+    run, more = one.take(65_536), one.take(3)
+    assert run is not None and more is not None
+    assert run.offsets == range(0, 65_536 * 4096, 4096) and run.length == 4096
+    assert (more.offsets, more.first_seq) == (range(65_536 * 4096, 65_539 * 4096, 4096), 65_536)
+
+
+def test_a_range_run_cuts_and_joins_as_ranges() -> None:
+    (one,) = Layout((64 * 4096,), 4096).streams(WRITE, 0, StreamOrder(seed=1), ThreadSplit.alone(1))
+    first, then = one.take(10), one.take(6)
+    assert first is not None and then is not None
+    rest = first.after(3)
+    assert (rest.offsets, rest.first_seq, rest.path_index) == (range(3 * 4096, 40960, 4096), 3, 0)
+    pieces = first.pieces(4)
+    assert [(p.offsets, p.first_seq) for p in pieces] == [
+        (range(0, 4 * 4096, 4096), 0),
+        (range(4 * 4096, 8 * 4096, 4096), 4),
+        (range(8 * 4096, 10 * 4096, 4096), 8),
+    ]
+    joined = rest.joined(then)
+    assert joined is not None
+    assert (joined.offsets, joined.first_seq, joined.path_index) == (
+        range(3 * 4096, 16 * 4096, 4096),
+        3,
+        0,
+    )
+    assert joined.offsets_array is None and joined.path_array is None
+
+
+def test_runs_of_ranges_that_do_not_go_on_join_as_lists() -> None:
+    two = OpRun(0, range(0, 2 * 4096, 4096), 4096)
+    gap = two.joined(OpRun(0, range(10 * 4096, 12 * 4096, 4096), 4096, first_seq=2))
+    assert gap is not None and gap.offsets == [0, 4096, 40960, 45056]
+    back = OpRun(0, range(4096, -1, -4096), 4096).joined(
+        OpRun(0, range(8192, 12288, 4096), 4096, first_seq=2)
+    )
+    assert back is not None and back.offsets == [4096, 0, 8192]
+    listed = two.joined(OpRun(0, [8192, 12288], 4096, first_seq=2))
+    assert listed is not None and listed.offsets == [0, 4096, 8192, 12288]
+    paths = two.joined(OpRun(1, range(0, 4096, 4096), 4096, first_seq=2))
+    assert paths is not None and (paths.path_index, paths.offsets) == ([0, 0, 1], [0, 4096, 0])
+
+
+def test_a_sequential_stream_across_paths_joins_at_the_path_end() -> None:
+    layout = Layout((3 * 4096, 2 * 4096), 4096)
+    (one,) = layout.streams(WRITE, 0, StreamOrder(seed=1), ThreadSplit.alone(1))
+    first, then = one.take(10), one.take(10)  # (a run stays in its path)
+    assert first is not None and then is not None
+    assert (first.path_index, first.offsets) == (0, range(0, 3 * 4096, 4096))
+    joined = first.joined(then)
+    assert joined is not None and _expand(joined) == _expected_blocks(layout.sizes, 4096, 0, 5)
+
+
+def _never() -> np.random.Generator:
+    raise AssertionError("a stream that draws nothing made its generator")
+
+
+@pytest.mark.parametrize(
+    "order", [{}, {"backward": True}, {"stride": 3}, {"backward": True, "stride": 2}]
+)
+def test_only_a_random_stream_makes_its_generator(order: dict[str, Any]) -> None:
+    layout = Layout((30 * 4096,), 4096)
+    stride = order.get("stride", 1)
+    part = Slice(1, 29 // stride)
+    one = OpStream(
+        layout=layout,
+        part=part,
+        total_ops=part.blocks,
+        rand=False,
+        aligned=True,
+        permute=False,
+        rng=_never,
+        backward=order.get("backward", False),
+        stride=stride,
+    )
+    assert len(drain(one)) == part.blocks
+
+
+def test_random_streams_keep_their_sequences() -> None:
+    """The offsets a seed gives (made lazily, the generator is the one made before)."""
+    layout = Layout((64 * 4096, 32 * 4096), 4096)
+    got = {}
+    cases: list[tuple[str, PhaseKind, dict[str, Any]]] = [
+        ("read", READ, {}),
+        ("write", WRITE, {}),
+        ("unaligned", READ, {"aligned": False}),
+        ("fast", READ, {"randalgo": "fast"}),
+    ]
+    for name, kind, over in cases:
+        order = StreamOrder(seed=5, rand=True, **over)
+        run = layout.streams(kind, 1, order, ThreadSplit.alone(2))[1].take(4)
+        assert run is not None
+        got[name] = _expand(run)
+    assert got == SEQUENCES
+
+
+# (the first operations of thread 1 in phase 1, as main made them before the streams'
+# generators became lazy)
+SEQUENCES: dict[str, list[Op]] = {
+    "read": [(1, 106496, 4096), (1, 106496, 4096), (0, 249856, 4096), (1, 40960, 4096)],
+    "write": [(1, 24576, 4096), (0, 208896, 4096), (1, 0, 4096), (0, 233472, 4096)],
+    "unaligned": [(1, 108240, 4096), (1, 106828, 4096), (0, 253308, 4096), (1, 44635, 4096)],
+    "fast": [(0, 221184, 4096), (1, 81920, 4096), (0, 200704, 4096), (0, 217088, 4096)],
+}

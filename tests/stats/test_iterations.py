@@ -18,7 +18,7 @@ import random
 import re
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -282,7 +282,7 @@ class Marks(Observer):
         with self.lock:
             self.phases.append((name, []))
 
-    def note(self, offsets: list[int]) -> int:
+    def note(self, offsets: Sequence[int]) -> int:
         """Add offsets to the running phase; its index."""
         with self.lock:
             self.phases[-1][1].extend(offsets)

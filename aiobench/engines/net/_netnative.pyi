@@ -3,6 +3,7 @@
 from typing import Any
 
 from numpy import ndarray
+from typing_extensions import Buffer
 
 def client_run(
     fd: int,
@@ -10,7 +11,7 @@ def client_run(
     length: int,
     resp: int,
     until_ns: int,
-    stop: ndarray[Any, Any],
+    stop: ndarray[Any, Any] | Buffer,  # StopEvent.flag, or a zero byte
     starts: ndarray[Any, Any],
     ends: ndarray[Any, Any],
     /,

@@ -9,6 +9,7 @@ in the phase as ranks that add no operations, their connections served beside it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class NetLayout(Layout):
         server's threads."""
         threads = len(split.ids)
         one = Layout(self.sizes, self.block_size)
-        rng = np.random.default_rng(0)  # (sequential: never drawn from)
+        rng = partial(np.random.default_rng, 0)  # (sequential: never drawn from)
         return [
             OpStream(
                 layout=one,

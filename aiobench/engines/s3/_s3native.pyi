@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from numpy import ndarray
+from typing_extensions import Buffer
 
 ETAG_MAX: int
 
@@ -21,7 +22,7 @@ def run(
     first: int,
     until_ns: int,
     deadline_ns: int,
-    stop: ndarray[Any, Any],
+    stop: ndarray[Any, Any] | Buffer,  # StopEvent.flag, or a zero byte
     timeout_ns: int,
     min_progress: int,
     etags: Any = None,

@@ -39,6 +39,7 @@ import asyncio
 import errno as errno_mod
 import socket
 import threading
+from array import array
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -243,9 +244,9 @@ class _Outcome:
     error: S3Error | None = None
 
 
-def _flag(job: Job) -> npt.NDArray[Any]:
+def _flag(job: Job) -> array[int]:
     stop = job.stop
-    return stop.flag if isinstance(stop, StopEvent) else np.zeros(1, dtype=np.uint8)
+    return stop.flag if isinstance(stop, StopEvent) else array("B", [0])
 
 
 async def native_entries(

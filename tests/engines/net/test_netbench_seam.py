@@ -35,7 +35,7 @@ def test_server_threads_have_no_work_and_client_threads_their_blocks() -> None:
     assert all(s.take(10) is None for s in server)
     assert [s.total_ops for s in client] == [3, 3]
     runs = [client[0].take(10), client[0].take(10)]
-    assert [(r.length, r.offsets) for r in runs if r is not None] == [
+    assert [(r.length, list(r.offsets)) for r in runs if r is not None] == [
         (4096, [0, 4096]),
         (10_000 - 2 * 4096, [8192]),  # the short last block: a run of its own
     ]

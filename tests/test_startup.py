@@ -7,8 +7,8 @@ times are in ``scripts/bench --section startup``.
 
 from __future__ import annotations
 
-import ast
 import gc
+import importlib.util
 import os
 import subprocess
 import sys
@@ -23,7 +23,6 @@ from aiobench import __version__
 from aiobench.cli import app
 from aiobench.errors import ConfigError
 from aiobench.run import gcpause
-from tests.helpers import REPO
 
 # Loaded only by the paths that use them: pydantic by typer's own coercion of unusual values,
 # rich by the live line on a terminal, httptools by S3 targets, matplotlib by `plot`, the JSON
@@ -120,11 +119,27 @@ def among(modules: set[str], packages: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
 
 
-def test_a_plain_run_loads_only_what_it_uses(tmp_path: Path) -> None:
+# numpy too, where the native engine runs: the C extensions fill the arrays and fold the
+# latencies, and only what computes with numpy loads it (random offsets, several targets,
+# --rwmixpct, the Python engine...). Without the extensions, the Python engine runs, with it.
+NATIVE = importlib.util.find_spec("aiobench.engines._native") is not None
+NOT_FOR_A_NATIVE_RUN = (*NOT_FOR_A_RUN, "numpy") if NATIVE else NOT_FOR_A_RUN
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-w", "-r", "-b", "4k", "-s", "4k"],
+        ["-w", "-r", "-t", "2", "--iodepth", "4", "-b", "4k", "-s", "1m"],
+        ["-w", "-r", "-t", "2", "-b", "4k", "-s", "256k", "--lat", "--latpercent"],
+    ],
+    ids=["tiny", "threads and depth", "latency table"],
+)
+def test_a_plain_run_loads_only_what_it_uses(tmp_path: Path, args: list[str]) -> None:
     target = str(tmp_path / "f")
-    modules = loaded(tmp_path, "-w", "-r", "-b", "4k", "-s", "4k", target, "--nolive")
-    assert {"aiobench.run.runner", "numpy"} <= modules  # (it did run)
-    assert among(modules, NOT_FOR_A_RUN) == []
+    modules = loaded(tmp_path, *args, target, "--nolive")
+    assert {"aiobench.run.runner", "hdrh"} <= modules  # (it did run, and summarised)
+    assert among(modules, NOT_FOR_A_NATIVE_RUN) == []
 
 
 def test_the_benchmarks_tiny_run_loads_only_what_it_uses(tmp_path: Path) -> None:
@@ -132,7 +147,9 @@ def test_the_benchmarks_tiny_run_loads_only_what_it_uses(tmp_path: Path) -> None
     target, out = str(tmp_path / "f"), str(tmp_path / "run.json")
     modules = loaded(tmp_path, "-w", "-r", "-b", "4k", "-s", "4k", target, "--json", out)
     assert {"aiobench.run.runner", "aiobench.render.json"} <= modules  # (it ran, wrote)
-    assert among(modules, tuple(m for m in NOT_FOR_A_RUN if m != "aiobench.render.json")) == []
+    assert (
+        among(modules, tuple(m for m in NOT_FOR_A_NATIVE_RUN if m != "aiobench.render.json")) == []
+    )
 
 
 def test_the_collector_is_paused_at_start_and_on_for_the_work(tmp_path: Path) -> None:
@@ -187,68 +204,6 @@ def test_version_alone_loads_no_cli_and_says_what_the_cli_says(tmp_path: Path, f
 def test_the_among_check_finds_a_package_and_its_modules() -> None:
     modules = {"rich", "rich.console", "richer", "numpy"}
     assert among(modules, ("rich",)) == ["rich", "rich.console"]
-
-
-# -- numpy on first use ----------------------------------------------------------------------
-
-# Modules of a plain native run that load numpy only where they use it (a plain run does not
-# yet go without it: other modules still import it, so these are read, not run).
-NUMPY_ON_FIRST_USE = (
-    "aiobench/engines/buffers.py",
-    "aiobench/run/slots.py",
-    "aiobench/plan/randalgo.py",
-    "aiobench/plan/seeding.py",
-)
-
-
-def imports_at_load(tree: ast.Module) -> list[str]:
-    """The modules a module's own code imports when it is loaded: at its top, in its
-    classes' bodies, its try and if blocks (not under TYPE_CHECKING), not in functions."""
-    found: list[str] = []
-    statements: list[ast.stmt] = list(tree.body)
-    while statements:
-        node = statements.pop()
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            found.append(node.module or "")
-        elif isinstance(node, ast.If):
-            checking = isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-            statements += node.orelse if checking else [*node.body, *node.orelse]
-        elif isinstance(node, ast.ClassDef | ast.With):
-            statements += node.body
-        elif isinstance(node, ast.Try):
-            statements += [*node.body, *node.orelse, *node.finalbody]
-            statements += [stmt for handler in node.handlers for stmt in handler.body]
-    return found
-
-
-@pytest.mark.parametrize("module", NUMPY_ON_FIRST_USE)
-def test_the_pool_fill_loads_no_numpy(module: str) -> None:
-    tree = ast.parse((REPO / module).read_text(encoding="utf-8"))
-    loads = imports_at_load(tree)
-    assert "__future__" in loads  # (it was read)
-    assert [name for name in loads if name.split(".")[0] == "numpy"] == []
-
-
-def test_the_load_check_finds_numpy_where_it_loads() -> None:
-    source = """
-import os
-from typing import TYPE_CHECKING
-if TYPE_CHECKING:
-    import numpy
-try:
-    import numpy.random
-except ImportError:
-    from numpy import ndarray
-class A:
-    import numpy.typing
-def f():
-    import numpy.linalg
-"""
-    loads = imports_at_load(ast.parse(source))
-    # (numpy: the except clause's, once; none under TYPE_CHECKING or in f)
-    assert sorted(loads) == ["numpy", "numpy.random", "numpy.typing", "os", "typing"]
 
 
 # -- the plain coercion (cli._PlainCoercion) gives what typer's own gives ----------------------

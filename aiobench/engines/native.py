@@ -72,9 +72,6 @@ _ZERO = array("q", [0])
 # bigger files grows them, between files.
 _IO_ROOM = 1 << 16
 
-if TYPE_CHECKING:
-    pass
-
 
 def available() -> bool:
     """Whether the C extension loads here (else :data:`build_error` says why not)."""

@@ -1,15 +1,14 @@
 """The floor under a tiny run's start-up: what aiobench's design has to load and start
 before its first timed operation, and nothing of aiobench.
 
-It imports the packages a run of aiobench loads (typer, numpy with numpy.random,
-hdrhistogram, anyio with its asyncio backend, uvloop), starts an event loop as aiobench
-does (anyio on uvloop), and writes one 4 KiB block to FILE from an executor thread. It
-prints the wall clock (seconds since the epoch) at that write's start: the startup
-section's time from exec to the first operation of this program is the least a run of
-aiobench could take on this machine with these packages, with no option parsed, no plan
-made and no result kept. With --without-numpy it leaves numpy out: the floor of the other
-packages, which issue #28's start-up targets would sit on were numpy loaded only by the
-runs that compute with it.
+It imports aiobench's packages (typer, numpy with numpy.random, hdrhistogram, anyio with
+its asyncio backend, uvloop), starts an event loop as aiobench does (anyio on uvloop), and
+writes one 4 KiB block to FILE from an executor thread. It prints the wall clock (seconds
+since the epoch) at that write's start: the startup section's time from exec to the first
+operation of this program is the least a run of aiobench could take on this machine with
+these packages, with no option parsed, no plan made and no result kept. With
+--without-numpy it leaves numpy out: the floor of a plain run on the native engine, which
+loads numpy only where it computes with it (random offsets, several targets, ...).
 
 Usage: python startfloor.py [--without-numpy] FILE
 """

@@ -82,5 +82,9 @@ def test_the_floor_without_numpy_is_shown_against_the_first_ops_target() -> None
     t = {row["what"]: row for row in startup_targets(rows)}
     bare = t["the floor without numpy: of the first op's target"]
     assert set(t) - before == {bare["what"]}
+    # (a plain run loads no numpy: its first op is held against the floor without it)
+    over = t[f"{FIRST_OP}: over the floor"]
+    assert over["reference_label"] == "the same without numpy"
+    assert over["ratio"] == pytest.approx(0.23 / 0.12)
     assert bare["ratio"] == pytest.approx(0.8) and bare["met"] is None
     assert t[f"{FIRST_OP}: under 0.15 s"]["met"] is False

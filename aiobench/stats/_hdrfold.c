@@ -59,22 +59,21 @@ counts_index(const Geometry *g, int64_t value)
 }
 
 PyDoc_STRVAR(fold_doc,
-"fold(values, counts, geometry, minus=None) -> (n, min, max, sum, sum_of_squares)\n\n"
-"Add each value (values[i] - minus[i] when minus is given, the same length) to the HDR\n"
-"counts; the exact count, min, max and sum of the values (min, max, sum 0 when there\n"
-"are none) and the sum of their squares as a float.");
+"fold(values, counts, geometry) -> (n, min, max, sum, sum_of_squares)\n\n"
+"Add each value to the HDR counts; the exact count, min, max and sum of the values (min,\n"
+"max, sum 0 when there are none) and the sum of their squares as a float.");
 
 static PyObject *
 fold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 3 || nargs > 4) {
-        PyErr_SetString(PyExc_TypeError, "fold(values, counts, geometry, minus=None)");
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "fold(values, counts, geometry)");
         return NULL;
     }
     Geometry g;
     if (geometry(args[2], &g) < 0)
         return NULL;
-    Py_buffer vals, counts, minus = {.obj = NULL};
+    Py_buffer vals, counts;
     if (int64_buffer(args[0], &vals, 0, "values") < 0)
         return NULL;
     if (int64_buffer(args[1], &counts, 1, "counts") < 0) {
@@ -83,15 +82,7 @@ fold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *result = NULL;
     Py_ssize_t n = vals.len / 8, n_counts = counts.len / 8;
-    if (nargs == 4 && args[3] != Py_None) {
-        if (int64_buffer(args[3], &minus, 0, "minus") < 0)
-            goto done;
-        if (minus.len != vals.len) {
-            PyErr_SetString(PyExc_ValueError, "fold: values and minus differ in length");
-            goto done;
-        }
-    }
-    const int64_t *v = vals.buf, *sub = minus.obj ? minus.buf : NULL;
+    const int64_t *v = vals.buf;
     int64_t *c = counts.buf;
     /* The last index any value can take: checked once, not per value. */
     if (n && counts_index(&g, g.highest) >= n_counts) {
@@ -103,7 +94,7 @@ fold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int overflow = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t x = sub ? v[i] - sub[i] : v[i];
+        int64_t x = v[i];
         lo = x < lo ? x : lo;
         hi = x > hi ? x : hi;
         overflow |= __builtin_add_overflow(sum, x, &sum);
@@ -121,8 +112,6 @@ fold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 done:
     PyBuffer_Release(&vals);
     PyBuffer_Release(&counts);
-    if (minus.obj)
-        PyBuffer_Release(&minus);
     return result;
 }
 

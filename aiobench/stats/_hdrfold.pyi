@@ -13,7 +13,6 @@ def fold(
     values: Int64s,
     counts: array[int],
     geometry: tuple[int, int, int, int, int],
-    minus: Int64s | None = None,
     /,
 ) -> tuple[int, int, int, int, float]: ...
 def diff(out: array[int], a: Int64s, b: Int64s, /) -> None: ...

@@ -38,11 +38,8 @@ def fold(
     values: Int64s,
     counts: array[int],
     geometry: tuple[int, int, int, int, int],
-    minus: Int64s | None = None,
 ) -> tuple[int, int, int, int, float]:
     v = _view(values)
-    if minus is not None:
-        v = v - _view(minus)
     if not v.size:
         return 0, 0, 0, 0, 0.0
     out = _view(counts)  # (a view: the recorder's array changes)

@@ -64,12 +64,12 @@ CASES = {
 }
 
 
-def late_imports(tmp_path: Path, args: list[str]) -> list[str]:
+def late_imports(tmp_path: Path, args: list[str], probe: str = _PROBE) -> list[str]:
     """The modules a real ``aiobench ARGS`` process imported while a phase was timed."""
     late = tmp_path / "late.txt"
     env = dict(os.environ, AIOBENCH_LATE=str(late))
     proc = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args, "--nolive"],
+        [sys.executable, "-c", probe, *args, "--nolive"],
         capture_output=True,
         text=True,
         env=env,
@@ -88,9 +88,8 @@ def test_no_module_is_imported_while_a_phase_is_timed(tmp_path: Path, case: str)
     assert late_imports(tmp_path, [*args, str(target)]) == []
 
 
-@pytest.mark.parametrize("files", [2])
-def test_nor_with_several_files(tmp_path: Path, files: int) -> None:
-    paths = [str(tmp_path / f"f{i}") for i in range(files)]
+def test_nor_with_several_files(tmp_path: Path) -> None:
+    paths = [str(tmp_path / "f0"), str(tmp_path / "f1")]
     assert late_imports(tmp_path, ["-w", "-r", "-t", "2", "-b", "4k", "-s", "256k", *paths]) == []
 
 
@@ -105,16 +104,5 @@ def test_the_probe_sees_an_import_inside_the_phase(tmp_path: Path) -> None:
         "    timed.append(1)\n    return start(self, gate)",
         "    timed.append(1)\n    import xml.dom.minidom\n    return start(self, gate)",
     )
-    late = tmp_path / "late.txt"
-    env = dict(os.environ, AIOBENCH_LATE=str(late))
-    args = ["-w", "-b", "4k", "-s", "4k", str(tmp_path / "f"), "--nolive"]
-    proc = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "xml.dom.minidom" in late.read_text().split()
+    args = ["-w", "-b", "4k", "-s", "4k", str(tmp_path / "f")]
+    assert "xml.dom.minidom" in late_imports(tmp_path, args, script)

@@ -232,12 +232,13 @@ def _decoded_counts(hdr: str, count: int) -> array[int]:
     )
     if shape != (HDR_LOWEST_NS, HDR_HIGHEST_NS, HDR_DIGITS):
         raise ValueError(f"latency histogram of another geometry: {shape}")
-    try:
-        counts = array("q", decoded.counts)
-    except OverflowError:
-        raise ValueError("latency histogram with a count past 2^63") from None
-    if sum(counts) != count:
-        raise ValueError(f"latency histogram holds {sum(counts)} values, not {count}")
+    counts = _ZERO * GEOMETRY.counts_len  # (the geometry checked above: its length)
+    memoryview(counts).cast("B")[:] = memoryview(decoded.counts).cast("B")  # (~100x a loop)
+    held = [counts[i] for i in _fold.nonzero(counts)]  # (a few hundred of 33,792)
+    if held and min(held) < 0:
+        raise ValueError("latency histogram with a count past 2^63")
+    if sum(held) != count:
+        raise ValueError(f"latency histogram holds {sum(held)} values, not {count}")
     return counts
 
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from aiobench.engines.base import Engine
     from aiobench.plan.targets import Resolved
     from aiobench.render.outputs import Outputs
-    from aiobench.results.model import RunResult
+    from aiobench.results.runresult import RunResult
     from aiobench.results.saved import SavedCheck
     from aiobench.run.coordinator import Coordinator
 

@@ -39,7 +39,7 @@ from aiobench.engines.posix import FdTargets
 from aiobench.plan.dirmode import DirLayout
 from aiobench.plan.targets import Resolved
 from aiobench.plan.workload import Layout, OpStream, Slice
-from aiobench.results.model import RunResult
+from aiobench.results.runresult import RunResult
 from aiobench.run.phases import RunContext, make_executor
 from aiobench.run.runner import run_benchmark
 from aiobench.stats.recorders import PERCENTILES, LatencySummary

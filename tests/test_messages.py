@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from aiobench.plan.targets import Resolved
-from aiobench.results.model import PhaseResult, RunResult, Totals
+from aiobench.results.model import PhaseResult, Totals
+from aiobench.results.runresult import RunResult
 from aiobench.run.runner import skipped_note
 from aiobench.stats.recorders import LatencyRecorder
 from tests.helpers import RunCli, make_cfg, resolved_for

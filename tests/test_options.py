@@ -178,3 +178,26 @@ def test_nodiocheck_skips_the_direct_io_alignment_checks() -> None:
     with pytest.raises(ConfigError, match=r"^-s/--size: 1000 is not a multiple of 512"):
         validate(make_cfg(["/nonexistent/d"], **dirs), PathType.DIR)
     validate(make_cfg(["/nonexistent/d"], **dirs, nodiocheck=True), PathType.DIR)
+
+
+def test_the_config_is_made_as_a_dataclass_would_make_it() -> None:
+    """BenchConfig's own __init__ (not the dataclass's, see there): every field takes its
+    value or its default, a missing required one or an unknown one is a TypeError, and the
+    result is frozen, compares by value and goes through dataclasses.replace."""
+    cfg = build_config(paths=["f"], write=True, block="8k")
+    fields = dataclasses.fields(BenchConfig)
+    assert {f.name for f in fields} == set(BenchConfig.__slots__)
+    given = {f.name: getattr(cfg, f.name) for f in fields}
+    again = BenchConfig(**given)
+    assert again == cfg and hash(again) == hash(cfg) and again is not cfg
+    defaults = BenchConfig(paths=("f",))
+    for f in fields:
+        if f.name != "paths":
+            assert getattr(defaults, f.name) == f.default, f.name
+    assert dataclasses.replace(cfg, threads=3).threads == 3 and cfg.threads == 1
+    with pytest.raises(TypeError, match="missing field 'paths'"):
+        BenchConfig(write=True)
+    with pytest.raises(TypeError, match="unknown fields bogus, nope"):
+        BenchConfig(paths=("f",), nope=1, bogus=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.threads = 2  # type: ignore[misc]

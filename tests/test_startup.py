@@ -152,6 +152,61 @@ def test_the_benchmarks_tiny_run_loads_only_what_it_uses(tmp_path: Path) -> None
     )
 
 
+# What only a phase's end needs: its result's classes, the table, the sums over its slots,
+# the housekeeping blocks (--sync, --dropcache). A run loads them once its first phase has
+# ended, off the way to that phase's first operation (design.md, "Start-up").
+AFTER_THE_FIRST_PHASE = (
+    "aiobench.results.model",
+    "aiobench.render.table",
+    "aiobench.stats.summary",
+    "aiobench.stats.opkinds",
+    "aiobench.stats.iterations",
+    "aiobench.run.housekeeping",
+)
+
+# As _PROBE, but the modules are those loaded when the first phase starts (its clock).
+_AT_START = """
+import os, sys
+from aiobench.run import phases
+
+start = phases.PhaseRun.start
+
+def started(self, gate):
+    if not os.path.exists(os.environ["AIOBENCH_LOADED"]):
+        with open(os.environ["AIOBENCH_LOADED"], "w") as out:
+            out.write("\\n".join(sorted(sys.modules)))
+    return start(self, gate)
+
+phases.PhaseRun.start = started
+sys.argv[0] = "aiobench"
+from aiobench.entry import main
+main()
+"""
+
+
+def test_the_first_phase_starts_before_its_results_modules_load(tmp_path: Path) -> None:
+    """The benchmark's tiny run, with a result file of each kind (the table, --csvfile,
+    --resfile, --json): what renders the results loads after the first phase."""
+    names = tmp_path / "at-start.txt"
+    target = str(tmp_path / "f")
+    outs = [(opt, str(tmp_path / f"out{i}")) for i, opt in enumerate(("--csvfile", "--resfile"))]
+    args = ["-w", "-r", "-b", "4k", "-s", "4k", target, "--json", str(tmp_path / "run.json")]
+    proc = subprocess.run(
+        [sys.executable, "-c", _AT_START, *args, *(a for pair in outs for a in pair)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, AIOBENCH_LOADED=str(names)),
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    at_start = set(names.read_text().split())
+    assert {"aiobench.run.worker", "aiobench.results.running"} <= at_start
+    assert among(at_start, AFTER_THE_FIRST_PHASE) == []
+    assert "LAST DONE" in proc.stdout  # (and the results came out, in every file)
+    assert all(Path(path).stat().st_size for _, path in outs)
+
+
 def test_the_collector_is_paused_at_start_and_on_for_the_work(tmp_path: Path) -> None:
     """--help ends before any work (the collector stays paused, see aiobench.run.gcpause);
     a run's phases and a subcommand run with it on."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from aiobench.check.plan import META, TABLE_ORDER, CheckTest
-from aiobench.results.model import PhaseResult, RunResult
+from aiobench.results.model import PhaseResult
+from aiobench.results.runresult import RunResult
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,7 +32,8 @@ from aiobench.engines import registry
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.plan.memory import available_memory, check_memory
 from aiobench.plan.targets import filesystem_type
-from aiobench.results.model import PhaseResult, RunResult
+from aiobench.results.model import PhaseResult
+from aiobench.results.runresult import RunResult
 from aiobench.run import interrupts
 from aiobench.run.runner import event_loop_name, run_benchmark, run_meta
 from aiobench.text import printable

@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiobench.errors import ConfigError
 from aiobench.text import printable
@@ -29,8 +28,7 @@ TRUE = ("", "1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One ``name=value`` line of a config file."""
 
     line: int

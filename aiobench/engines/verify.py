@@ -10,7 +10,7 @@ it before a phase's clock (see ``PosixEngine.begin_phase``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 WORD = 8
 _MASK = (1 << 64) - 1
@@ -31,8 +31,7 @@ def expected_word(offset: int, salt: int) -> int:
     return (offset + salt) & _MASK
 
 
-@dataclass(frozen=True, slots=True)
-class Mismatch:
+class Mismatch(NamedTuple):
     """The first wrong byte of a block: its offset, and the word around it."""
 
     offset: int

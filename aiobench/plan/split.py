@@ -4,12 +4,12 @@ options of the config; pure (and light: the CLI's start-up imports it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from aiobench.kinds import WRITE, PhaseKind
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadSplit:
+class ThreadSplit(NamedTuple):
     """Which thread ranks this process runs, and how the dataset is split among them."""
 
     ids: range  # the (global) thread ranks of this process

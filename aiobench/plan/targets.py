@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from aiobench.config import BenchConfig, validate
 from aiobench.errors import ConfigError
@@ -30,8 +30,7 @@ FILE, BLOCKDEV, DIR = PathType.FILE, PathType.BLOCKDEV, PathType.DIR
 FileId = tuple[int, int]  # (st_dev, st_ino): which file or dir a name led to
 
 
-@dataclass(frozen=True, slots=True)
-class Probe:
+class Probe(NamedTuple):
     """What an engine found at a PATH before the run: its type and size in bytes, None
     when it does not exist (a file to create, which ``creatable`` says it can be: its
     parent is there)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from aiobench.kinds import READ, WRITE, PhaseKind, phase_name
 from aiobench.plan.randalgo import IntSource, offset_source
@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 _PERM_CHUNK = 4096
 
 
-@dataclass(frozen=True, slots=True)
-class Slice:
+class Slice(NamedTuple):
     """One thread's contiguous share of the concatenated block range."""
 
     first_block: int

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiobench.render.table import entry_label
-from aiobench.results.model import Compared, IntervalStats, PhaseResult, RunResult, labelled_phases
+from aiobench.results.model import Compared, IntervalStats, PhaseResult
+from aiobench.results.runresult import RunResult, labelled_phases
 from aiobench.text import printable
 from aiobench.units import MIB, format_elapsed, format_latency
 

@@ -14,12 +14,15 @@ import datetime
 import io
 import shlex
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiobench import __version__
-from aiobench.results.model import IntervalStats, MixPart, PhaseResult, Totals
 from aiobench.stats.recorders import PERCENTILES, LatencySummary
 from aiobench.units import MIB, NS_PER_MS, NS_PER_US
+
+if TYPE_CHECKING:
+    from aiobench.results.model import MixPart, PhaseResult, Totals
+    from aiobench.results.running import IntervalStats
 
 _FIRST_LAST = ("[first]", "[last]")
 _MIN_AVG_MAX = ("[min]", "[avg]", "[max]")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from aiobench.results.model import SCHEMA_VERSION, IntervalStats, RunResult
+from aiobench.results.model import SCHEMA_VERSION, IntervalStats
+from aiobench.results.runresult import RunResult
 from aiobench.results.tables import interval_to_json, run_to_json
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from aiobench.results.model import Progress
+from aiobench.results.running import Progress
 from aiobench.text import printable
 from aiobench.units import MIB, format_elapsed
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 
 from aiobench.render.csv import LIVE_HEADER, elbencho_date, line
-from aiobench.results.model import Progress
+from aiobench.results.running import Progress
 from aiobench.units import NS_PER_MS
 
 

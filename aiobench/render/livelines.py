@@ -7,7 +7,7 @@ from typing import TextIO
 
 from aiobench.render import stdio
 from aiobench.render.live import progress_text
-from aiobench.results.model import Progress
+from aiobench.results.running import Progress
 
 
 class NewLines:

@@ -24,7 +24,7 @@ import re
 import socket
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from aiobench.errors import ConfigError
 from aiobench.text import printable
@@ -39,8 +39,7 @@ _NO_NEW_FILES = ("/dev", "/proc", "/sys")
 REGULAR, NEW, STREAM, SPECIAL = "regular", "new", "stream", "special"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Place:
+class Place(NamedTuple):
     """Where an output name leads: its kind, the real path and what is there now."""
 
     kind: str  # REGULAR (exists), NEW (to be created), STREAM (own fd), SPECIAL (FIFO, ...)

@@ -31,16 +31,19 @@ from aiobench.render.csv import (
 )
 from aiobench.render.netbench import servers_text
 from aiobench.render.outfiles import NEW, REGULAR, STREAM, Place, reason
-from aiobench.render.table import HEADER, SEPARATOR, TableOptions, phase_text, summary_text
 from aiobench.results.events import Observer
-from aiobench.results.model import IntervalStats, PhaseResult, Progress, RunResult
 from aiobench.text import printable
 
 # Only a run that uses them loads these: the live line (rich) on a terminal, and the JSON
 # records of --jsonfile and --livejson (a run's start: scripts/bench --section startup).
+# The table and the result's classes load with the first phase's result.
 if TYPE_CHECKING:
     from aiobench.render.live import LiveLine
     from aiobench.render.livelines import NewLines
+    from aiobench.render.table import TableOptions
+    from aiobench.results.model import PhaseResult
+    from aiobench.results.running import IntervalStats, Progress
+    from aiobench.results.runresult import RunResult
 
 _CSV_FILES = (("--csvfile", RESULT_HEADER), ("--livecsv", LIVE_HEADER))
 
@@ -137,7 +140,7 @@ class Outputs(Observer):
         self.notes = list(notes)  # said on stderr once setup is done
         self.meta = meta
         self.human = human
-        self.table = TableOptions.from_config(cfg.to_dict())
+        self.table: TableOptions | None = None  # (with the first phase's result)
         self.live: LiveLine | NewLines | None = None
         if cfg.live and cfg.live1n:  # (elbencho's --live1n: a line per update, on stderr)
             from aiobench.render.livelines import NewLines
@@ -150,7 +153,9 @@ class Outputs(Observer):
         if cfg.jsonfile_path is not None:
             import aiobench.render.elbencho_json
         if cfg.livejson_path is not None:
-            import aiobench.render.json  # noqa: F401  (likewise)
+            import aiobench.render.json
+        if cfg.livecsvex:  # (its rows go out while the phase is timed: loaded before it)
+            import aiobench.render.livecsvex  # noqa: F401
         self.shown: list[PhaseResult] = []
         self.errors: list[str] = []
         self._phase_start = datetime.datetime.now(datetime.UTC)
@@ -307,7 +312,11 @@ class Outputs(Observer):
 
     def phase_done(self, phase: PhaseResult) -> None:
         """A phase's result: the table block on the terminal, a record in each result file."""
+        from aiobench.render.table import HEADER, SEPARATOR, TableOptions, phase_text
+
         cfg = self.cfg
+        if self.table is None:
+            self.table = TableOptions.from_config(cfg.to_dict())
         text = phase_text(phase, self.table)
         # The header waits for the first result: a setup error must stay a single line.
         self._show(("" if self.shown else HEADER) + text)
@@ -330,6 +339,8 @@ class Outputs(Observer):
         ``--csvfile`` and ``--jsonfile`` keep one record per block; their readers have
         every iteration's figures (and the ``--json`` document has the summary).
         """
+        from aiobench.render.table import summary_text
+
         text = summary_text(result.phases) + servers_text(result.meta)
         if not text:
             return
@@ -339,6 +350,8 @@ class Outputs(Observer):
 
     def _res_header(self) -> str:
         """elbencho's resfile preamble: date, label, command line, then the table header."""
+        from aiobench.render.table import HEADER
+
         start = datetime.datetime.fromisoformat(str(self.meta["start_time"]))
         out = f"ISO DATE: {elbencho_date(start)}\n"
         if self.cfg.label:

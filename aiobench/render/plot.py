@@ -31,7 +31,8 @@ from aiobench.render.plotlines import (
     shorter_than_interval_note,
     split_partial,
 )
-from aiobench.results.model import IntervalStats, PhaseResult, RunResult
+from aiobench.results.model import IntervalStats, PhaseResult
+from aiobench.results.runresult import RunResult
 from aiobench.results.tables import run_from_json
 from aiobench.stats.recorders import LatencySummary, merge_latency
 from aiobench.text import printable

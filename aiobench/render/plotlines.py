@@ -18,7 +18,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from aiobench.results.model import IntervalStats, PhaseResult, RunResult
+from aiobench.results.model import IntervalStats, PhaseResult
+from aiobench.results.runresult import RunResult
 from aiobench.units import NS_PER_MS
 
 # Past this many phases, one line per phase name (see above): ten colours and a legend

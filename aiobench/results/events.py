@@ -12,7 +12,8 @@ import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aiobench.results.model import IntervalStats, PhaseResult, Progress, RunResult
+    from aiobench.results.model import IntervalStats, PhaseResult, Progress
+    from aiobench.results.runresult import RunResult
 
 
 class Observer:

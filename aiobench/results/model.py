@@ -45,42 +45,22 @@ SCHEMA_VERSION history (bump on any change a consumer could notice):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+# The model's classes a phase needs while it runs (see aiobench.results.running).
+from aiobench.results.running import IntervalStats as IntervalStats
+from aiobench.results.running import Progress as Progress
+from aiobench.results.running import Rates
+from aiobench.results.running import ThreadProgress as ThreadProgress
 from aiobench.stats.recorders import LatencySummary
-from aiobench.units import NS_PER_US, rate
+from aiobench.units import NS_PER_US
 
 SCHEMA_VERSION = 3
 
 
-class _Rates:
-    """elbencho's rates of a result's counts over its time span (``span_ns``)."""
-
-    __slots__ = ()
-    ops: int
-    bytes: int
-    entries: int
-
-    @property
-    def span_ns(self) -> int:
-        raise NotImplementedError
-
-    @property
-    def iops(self) -> int:
-        return rate(self.ops, self.span_ns)
-
-    @property
-    def bytes_per_s(self) -> int:
-        return rate(self.bytes, self.span_ns)
-
-    @property
-    def entries_per_s(self) -> int:
-        return rate(self.entries, self.span_ns)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Totals(_Rates):
+class Totals(Rates):
     """Counters of all threads at one instant, and the time from the common start to it."""
 
     elapsed_ns: int
@@ -108,7 +88,7 @@ class Totals(_Rates):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MixPart(_Rates):
+class MixPart(Rates):
     """The reads or the writes of an --rwmixpct phase, up to one instant."""
 
     ops: int
@@ -121,61 +101,8 @@ class MixPart(_Rates):
         return self.elapsed_ns
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadProgress:
-    """One thread's part of a live look (--livecsvex): done so far, cumulative."""
-
-    rank: int
-    done_percent: int
-    done_bytes: int
-    done_entries: int
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Progress:
-    """A live look at a running phase: done so far and rates since the last look."""
-
-    phase: str
-    elapsed_ns: int
-    done_percent: int
-    done_bytes: int
-    bytes_per_s: int
-    iops: int
-    entries_per_s: int
-    eta_ns: int | None  # None until there is a pace to extrapolate from
-    dir_mode: bool
-    threads: tuple[ThreadProgress, ...] = ()  # each thread's, when asked for (--livecsvex)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IntervalStats(_Rates):
-    """One ``--liveint`` interval of a phase; each unit counts in the interval it ended in.
-
-    ``start_ns``/``end_ns`` are relative to the phase start; ``done_*`` are cumulative.
-    """
-
-    index: int
-    start_ns: int
-    end_ns: int
-    ops: int
-    bytes: int
-    entries: int
-    done_ops: int
-    done_bytes: int
-    done_entries: int
-    done_percent: int
-    active_threads: int
-    cpu_percent: int
-    io_latency: LatencySummary
-    entry_latency: LatencySummary | None = None  # dir mode only
-
-    @property
-    def span_ns(self) -> int:
-        return self.end_ns - self.start_ns
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Member(_Rates):
+class _Member(Rates):
     """A member of a report (a target, an MPI rank, a host, an endpoint): its counts over
     the elapsed time of its slowest thread."""
 
@@ -433,14 +360,6 @@ class PhaseResult:
         return target_report(self.endpoints)
 
 
-@dataclass(slots=True, kw_only=True)
-class RunResult:
-    meta: dict[str, object]
-    phases: list[PhaseResult] = field(default_factory=list)
-    interrupted: bool = False
-    error: dict[str, object] | None = None
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Compared:
     """What ``compare`` reads from a run or a check document: its meta and its phases,
@@ -450,14 +369,3 @@ class Compared:
     kind: str  # "run" or "check"
     meta: dict[str, object]
     phases: list[tuple[str, PhaseResult]]
-
-
-def labelled_phases(run: RunResult) -> list[tuple[str, PhaseResult]]:
-    """A run's phases under their compare labels (``WRITE``, ``WRITE#2``, ...)."""
-    seen: dict[str, int] = {}
-    out = []
-    for phase in run.phases:
-        nth = seen.get(phase.name, 0) + 1
-        seen[phase.name] = nth
-        out.append((phase.name if nth == 1 else f"{phase.name}#{nth}", phase))
-    return out

@@ -24,13 +24,8 @@ from typing import Any, NoReturn
 
 from aiobench.errors import ConfigError
 from aiobench.results.infile import read_regular_file
-from aiobench.results.model import (
-    SCHEMA_VERSION,
-    Compared,
-    PhaseResult,
-    RunResult,
-    labelled_phases,
-)
+from aiobench.results.model import SCHEMA_VERSION, Compared, PhaseResult
+from aiobench.results.runresult import RunResult, labelled_phases
 from aiobench.results.shape import ShapeBound
 from aiobench.results.tables import latency_from_json, run_from_json
 from aiobench.stats.recorders import LatencyRecorder

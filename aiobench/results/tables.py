@@ -28,12 +28,12 @@ from aiobench.results.model import (
     OpKindResult,
     PhaseResult,
     RankTotals,
-    RunResult,
     TargetTotals,
     ThreadTotals,
     Totals,
     target_report,
 )
+from aiobench.results.runresult import RunResult
 from aiobench.stats.iterations import SUMMARY_METRICS, IterationSummary, Spread, summarize
 from aiobench.stats.recorders import LatencySummary
 

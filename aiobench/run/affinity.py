@@ -17,7 +17,7 @@ import ctypes
 import functools
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # set_mempolicy(2) has no wrapper in the C library (libnuma has one); its number per machine.
 _SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "riscv64": 237, "ppc64le": 261, "s390x": 270}
@@ -27,8 +27,7 @@ _PR_SET_NAME = 15  # <linux/prctl.h>
 BOOKS_THREAD = b"aiobench-books"  # the kernel's name of a phase's bookkeeping thread
 
 
-@dataclass(frozen=True, slots=True)
-class Binding:
+class Binding(NamedTuple):
     """Benchmark thread i's CPUs (``cpu_sets``, entry i mod their count) and the zone its
     memory prefers (``zones``, likewise); both empty: nothing bound."""
 

@@ -23,7 +23,8 @@ from aiobench.run import interrupts
 if TYPE_CHECKING:
     from aiobench.errors import BenchIOError
     from aiobench.results.events import Observer
-    from aiobench.results.model import PhaseResult, RunResult
+    from aiobench.results.model import PhaseResult
+    from aiobench.results.runresult import RunResult
     from aiobench.stats.tally import PhaseTally
     from aiobench.stats.timeline import CounterTimeline
 

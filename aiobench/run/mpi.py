@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aiobench.errors import BenchIOError, ConfigError
 from aiobench.plan.split import ThreadSplit
 from aiobench.results.events import Observer
-from aiobench.results.model import PhaseResult, RunResult, Totals
+from aiobench.results.model import PhaseResult, Totals
+from aiobench.results.runresult import RunResult
 from aiobench.run import interrupts
 from aiobench.run.coordinator import Coordinator
 from aiobench.stats.merge import RankPart, merge_phase

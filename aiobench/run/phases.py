@@ -28,7 +28,7 @@ from aiobench.plan.split import ThreadSplit
 from aiobench.plan.targets import Targets
 from aiobench.plan.workload import Layout, OpStream
 from aiobench.results.events import Observer
-from aiobench.results.model import PhaseResult, ThreadProgress
+from aiobench.results.running import ThreadProgress
 from aiobench.run.affinity import Binding
 from aiobench.run.coordinator import Coordinator
 from aiobench.run.slots import close_buffers, slots_for
@@ -43,12 +43,11 @@ from aiobench.run.worker import (
 )
 from aiobench.stats import client
 from aiobench.stats.intervals import CpuSample, IntervalSeries
-from aiobench.stats.opkinds import summarise_kinds
-from aiobench.stats.summary import active_at, progress, summarise
+from aiobench.stats.progress import active_at, progress, thread_progress
 from aiobench.stats.tally import PhaseAbout, PhaseTally, SlotTally, ThreadTally
-from aiobench.stats.threadprogress import thread_progress
 
 if TYPE_CHECKING:  # (--opslog's module is loaded only when it is given)
+    from aiobench.results.model import PhaseResult
     from aiobench.run.opslog import OpsLog
 
 # While an interval has ended but a run started before its end is still out, the watcher
@@ -256,9 +255,15 @@ class PhaseRun:
             tally = self.finish()
         finally:
             close_buffers(slots)  # (after the phase's figures: not part of its time)
+        # The result's classes load here, once the first phase is over: off the way to its
+        # first operation (see design.md, "Start-up").
+        from aiobench.stats.summary import summarise
+
         result = replace(summarise(tally), startup_ns=tally.start_ns - self.setup_ns)
         kinds = ctx.targets.take_op_kinds()
         if kinds:  # (a MIXED phase: each kind of operation apart)
+            from aiobench.stats.opkinds import summarise_kinds
+
             result = replace(result, op_kinds=summarise_kinds(kinds))
         if kind == RMDIRS:
             job.barrier()  # shared dirs inside r0 may still be in other processes' hands

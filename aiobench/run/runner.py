@@ -49,16 +49,16 @@ from aiobench.plan.slots import phase_title
 from aiobench.plan.targets import Resolved, Targets, filesystem_type
 from aiobench.plan.workload import Layout
 from aiobench.results.events import Observer
-from aiobench.results.model import PhaseResult, RunResult
+from aiobench.results.runresult import RunResult
 from aiobench.run import interrupts
 from aiobench.run.affinity import Binding
 from aiobench.run.coordinator import Coordinator
-from aiobench.run.housekeeping import run_housekeeping
 from aiobench.run.phases import RunContext, make_executor, run_phase
 from aiobench.stats.tally import PhaseTally
 from aiobench.units import format_bytes, format_elapsed, format_seconds
 
 if TYPE_CHECKING:  # (--opslog's module is loaded only when it is given)
+    from aiobench.results.model import PhaseResult
     from aiobench.run.opslog import OpsLog
 
 
@@ -266,6 +266,8 @@ def run_benchmark(
 
     async def housekeeping(iteration: int) -> bool:
         for kind in housekeeping_kinds(cfg):
+            from aiobench.run.housekeeping import run_housekeeping  # (--sync, --dropcache)
+
             ctx.check_signal()
             job.barrier()
             if not report(*await run_housekeeping(kind, ctx.engine, opened), iteration):

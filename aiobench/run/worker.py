@@ -26,7 +26,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from functools import partial
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import anyio
 
@@ -104,8 +104,7 @@ class PhaseSpec:
         object.__setattr__(self, "batch_ns", budget)
 
 
-@dataclass(frozen=True, slots=True)
-class Clock:
+class Clock(NamedTuple):
     """A phase's clock, set once at its common start (zeros before it): the start, the
     time limit's end (0: none), and the records its runs are added to."""
 
@@ -142,8 +141,7 @@ class PhaseState:
         self.stop.set()
 
 
-@dataclass(frozen=True, slots=True)
-class Done:
+class Done(NamedTuple):
     """What one run completed: end instants and latencies of its units and block I/Os.
 
     ``io_latency`` is None in file mode, where the units are the block I/Os.
@@ -573,16 +571,14 @@ def _settle(spec: PhaseSpec, state: PhaseState, item: _Handed) -> None:
         slot.busy_since_ns = item.handed_ns or perf_counter_ns()
 
 
-@dataclass(frozen=True, slots=True)
-class _Handed:
+class _Handed(NamedTuple):
     slot: Slot
     run: Run
     raw: RawBatch
     handed_ns: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Ended:
+class _Ended(NamedTuple):
     local: int
     slot: Slot
     failure: BaseException | None

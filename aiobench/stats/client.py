@@ -14,8 +14,8 @@ import math
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 CLIENT_BOUND_PCT = 90  # at or above: the figure may be the client's limit
 # Shorter phases are left out: their CPU share is mostly start and stop.
@@ -58,8 +58,7 @@ def cores_allowed() -> float:
 LOOP_HELPER_PREFIX = "aiobench-s3"
 
 
-@dataclass(frozen=True, slots=True)
-class ClientSample:
+class ClientSample(NamedTuple):
     """The process's and each live thread's CPU time (ns) at one wall-clock instant, and
     which threads are the loop's helpers (:data:`LOOP_HELPER_PREFIX`)."""
 

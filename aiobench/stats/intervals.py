@@ -12,9 +12,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from aiobench.results.model import IntervalStats
+from aiobench.results.running import IntervalStats
 from aiobench.stats.recorders import LatencyRecorder, LatencySummary
 
 if TYPE_CHECKING:
@@ -38,8 +38,7 @@ class _Open:
     entry: LatencyRecorder = field(default_factory=LatencyRecorder)
 
 
-@dataclass(frozen=True, slots=True)
-class CpuSample:
+class CpuSample(NamedTuple):
     """Wall clock and this process's CPU time, both from monotonic counters, in ns."""
 
     wall_ns: int

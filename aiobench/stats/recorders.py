@@ -14,7 +14,7 @@ import math
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from hdrh.histogram import HdrHistogram
 
@@ -39,8 +39,7 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(HDR_LOWEST_NS, HDR_HIGHEST_NS, HDR_DIGITS)
 
 
-@dataclass(frozen=True, slots=True)
-class _Geometry:
+class _Geometry(NamedTuple):
     unit_magnitude: int
     sub_half_mag: int
     sub_half_count: int

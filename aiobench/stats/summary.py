@@ -1,69 +1,21 @@
-"""A phase's figures once it is over, and its live progress: pure sums over the slots'
-counters and recorders (FIRST DONE, LAST DONE, latency, per thread and per target)."""
+"""A phase's figures once it is over: pure sums over the slots' counters and recorders
+(FIRST DONE, LAST DONE, latency, per thread and per target). Its live looks are
+:mod:`aiobench.stats.progress`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from aiobench.results.model import (
     PhaseResult,
-    Progress,
     TargetTotals,
     ThreadTotals,
     Totals,
     endpoint_totals,
 )
-from aiobench.stats.intervals import IntervalSeries, cpu_percent
+from aiobench.stats.intervals import cpu_percent
 from aiobench.stats.recorders import LatencyRecorder
-from aiobench.stats.tally import PhaseAbout, PhaseTally, ThreadTally
-from aiobench.units import rate
-
-
-def active_at(planned: Sequence[int], finished: list[int]) -> Callable[[int], int]:
-    """Threads with work (``planned`` operations) that had not finished by an instant
-    (``finished``: each thread's finish so far, 0 until then)."""
-
-    def active(instant_ns: int) -> int:
-        return sum(
-            1
-            for ops, end in zip(planned, finished, strict=True)
-            if ops and (end == 0 or end > instant_ns)
-        )
-
-    return active
-
-
-def progress(
-    about: PhaseAbout,
-    series: IntervalSeries,
-    deadline_ns: int,
-    counts: tuple[int, int, int],
-    seen: tuple[int, int, int],
-    span_ns: int,
-    now: int,
-) -> Progress:
-    """The live line at ``now``: ``counts`` (ops, bytes, entries) done, ``seen`` of them
-    ``span_ns`` ago; ``deadline_ns``: the time limit's end (0: none)."""
-    elapsed = now - series.start_ns
-    done = counts[2] if about.dir_mode else counts[0]
-    planned = series.planned_units
-    eta: int | None = None
-    if done and series.endless_until_ns is None:
-        eta = elapsed * max(planned - done, 0) // done
-    if deadline_ns:
-        left = max(deadline_ns - now, 0)
-        eta = left if eta is None else min(eta, left)
-    return Progress(
-        phase=about.name,
-        elapsed_ns=elapsed,
-        done_percent=series.percent_done(done, now),
-        done_bytes=counts[1],
-        bytes_per_s=rate(counts[1] - seen[1], span_ns),
-        iops=rate(counts[0] - seen[0], span_ns),
-        entries_per_s=rate(counts[2] - seen[2], span_ns),
-        eta_ns=eta,
-        dir_mode=about.dir_mode,
-    )
+from aiobench.stats.tally import PhaseTally, ThreadTally
 
 
 def target_totals(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from aiobench.errors import BenchIOError
-from aiobench.results.model import IntervalStats
+from aiobench.results.running import IntervalStats
 from aiobench.stats.intervals import CpuSample
 from aiobench.stats.recorders import LatencyRecorder
 from aiobench.stats.timeline import CounterTimeline, Counts
@@ -17,8 +17,7 @@ if TYPE_CHECKING:
     from aiobench.stats.recorders import Int64Array
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseAbout:
+class PhaseAbout(NamedTuple):
     """What a phase is, fixed before it starts: what its figures are named and shares of."""
 
     name: str
@@ -30,8 +29,7 @@ class PhaseAbout:
     rate_limited: bool  # latency from the scheduled starts too
 
 
-@dataclass(frozen=True, slots=True)
-class SlotTally:
+class SlotTally(NamedTuple):
     """One slot's counts (all of them, and those done at FIRST DONE) and recorders.
 
     ``recorder`` holds I/O latency (the writes under --rwmixpct, ``read_recorder`` the
@@ -47,8 +45,7 @@ class SlotTally:
     per_path: Int64Array | None
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadTally:
+class ThreadTally(NamedTuple):
     """One thread rank: its slots, when it finished, and whether work was left."""
 
     rank: int

@@ -26,7 +26,7 @@ from aiobench.engines.python import PosixEngine
 from aiobench.engines.verify import pattern
 from aiobench.kinds import READ, WRITE, PhaseKind
 from aiobench.plan.workload import OpRun, RwMix
-from aiobench.results.model import RunResult
+from aiobench.results.runresult import RunResult
 from aiobench.run.runner import run_benchmark
 from tests.helpers import (
     REPO,

@@ -16,11 +16,11 @@ from aiobench.results.model import (
     OpKindResult,
     PhaseResult,
     RankTotals,
-    RunResult,
     TargetTotals,
     ThreadTotals,
     Totals,
 )
+from aiobench.results.runresult import RunResult
 from aiobench.results.schema import load_schema
 from aiobench.results.tables import (
     ENDPOINT,

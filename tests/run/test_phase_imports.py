@@ -61,6 +61,15 @@ CASES = {
     "python engine": ["-w", "-r", "--ioengine", "python", "-b", "4k", "-s", "256k"],
     "opslog": ["-w", "-r", "-b", "4k", "-s", "256k", "--opslog", "{dir}/ops.log"],
     "intervals": ["-w", "-r", "-b", "4k", "-s", "1m", "--lat", "--csvfile", "{dir}/r.csv"],
+    # Phases long enough for many live looks and interval records (a look each 10 ms).
+    "live csv": [
+        *("-w", "--infloop", "--timelimit", "0.3", "--liveint", "10", "-b", "4k", "-s", "256k"),
+        *("--livecsv", "{dir}/live.csv", "--livecsvex"),
+    ],
+    "live json": [
+        *("-r", "--infloop", "--timelimit", "0.3", "--liveint", "10", "-b", "4k", "-s", "256k"),
+        *("--livejson", "{dir}/live.json"),
+    ],
 }
 
 

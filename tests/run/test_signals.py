@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.engines.buffers import SlotBuffer
 from aiobench.render.outputs import Outputs
-from aiobench.results.model import RunResult
+from aiobench.results.runresult import RunResult
 from aiobench.run import slots
 from tests.helpers import call_main, errors_of
 

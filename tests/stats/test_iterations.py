@@ -35,7 +35,8 @@ from aiobench.errors import BenchIOError
 from aiobench.plan.workload import OpRun
 from aiobench.render.table import HEADER, render_table, summary_text
 from aiobench.results.events import Observer
-from aiobench.results.model import PhaseResult, RunResult, Totals
+from aiobench.results.model import PhaseResult, Totals
+from aiobench.results.runresult import RunResult
 from aiobench.results.schema import load_schema
 from aiobench.stats.iterations import Spread, summarize
 from tests.helpers import delete_at, errors_of, make_cfg, no_latency, run, set_at

@@ -32,11 +32,11 @@ from aiobench.results.model import (
     HostTotals,
     PhaseResult,
     RankTotals,
-    RunResult,
     TargetTotals,
     ThreadTotals,
     Totals,
 )
+from aiobench.results.runresult import RunResult
 from aiobench.results.saved import load_run
 from aiobench.results.schema import load_schema
 from aiobench.results.tables import phase_to_json as phase_dict

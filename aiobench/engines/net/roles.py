@@ -3,8 +3,7 @@ order named (the launcher starts one rank per host named). Pure."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from aiobench.errors import ConfigError
 
@@ -12,8 +11,7 @@ if TYPE_CHECKING:
     from aiobench.config import BenchConfig
 
 
-@dataclass(frozen=True, slots=True)
-class Roles:
+class Roles(NamedTuple):
     servers: tuple[str, ...]
     clients: tuple[str, ...]
 

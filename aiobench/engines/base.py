@@ -8,13 +8,12 @@ in every engine.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from aiobench.engines.buffers import SlotBuffer
 from aiobench.engines.gate import StartGate
@@ -34,7 +33,7 @@ def _none() -> Int64s:
     return array("q")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # (state: compared by identity)
 class RawBatch:
     """What one executor round-trip did: start/end instants of each completed unit.
 
@@ -149,8 +148,7 @@ class IoOptions:
         return self.mmap or self.flock is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
+class Job(NamedTuple):
     """One executor round-trip: run ``ops`` until done or a unit ends past ``until_ns``.
 
     ``targets`` are what the engine opened: the targets (file mode) or the PATH dirs (dir
@@ -192,8 +190,8 @@ class Job:
         if until is None:
             return None
         deadline, start = int(self.gate.word[1]), int(self.gate.word[2])
-        return dataclasses.replace(
-            self, until_ns=until, deadline_ns=deadline, gate=None, schedule_start_ns=start
+        return self._replace(
+            until_ns=until, deadline_ns=deadline, gate=None, schedule_start_ns=start
         )
 
     async def released_async(self) -> Job | None:

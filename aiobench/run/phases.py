@@ -60,7 +60,7 @@ _CLOSE_POLL_MAX_NS = 160_000_000
 DEFAULT_LIVE_INTERVAL_NS = 2_000_000_000  # elbencho's --liveint default
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # (state: compared by identity)
 class RunContext:
     """What all phases of a run share: config, layout, open targets, engine, executor."""
 
@@ -270,7 +270,7 @@ class PhaseRun:
             self._rank_dirs()
             # Failing to remove the rank dirs is the phase's error, after its figures.
             state = self.state
-            tally = replace(tally, error=state.error, stopped=state.stop.is_set())
+            tally = tally._replace(error=state.error, stopped=state.stop.is_set())
         return result, tally
 
     def _rank_dirs(self) -> None:

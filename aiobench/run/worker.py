@@ -83,25 +83,24 @@ _FIRST_RUNS_OPS = 1 << 20
 _PIECE_OPS = 4096
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseSpec:
+class PhaseSpec(NamedTuple):
     """What is fixed for a phase: the work every slot of it hands to the engine, and how."""
 
     kind: PhaseKind
     engine: Engine
     executor: Executor
     targets: Targets
-    options: IoOptions = field(default_factory=IoOptions)
+    options: IoOptions = IoOptions()
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
     opslog: PhaseLog | None = None  # --opslog: each run's operations logged once back
-    binding: Binding = field(default_factory=Binding)  # --cores/--zones
-    batch_ns: int = field(init=False)  # a run's time budget: set from the engine
+    binding: Binding = Binding()  # --cores/--zones
 
-    def __post_init__(self) -> None:
-        budget = TARGET_BATCH_NS if self.depth > 1 else DRAINING_BATCH_NS
+    @property
+    def batch_ns(self) -> int:
+        """A run's time budget, from the engine and the depth."""
         if runs_on_loop(self.engine):
-            budget = LOOP_BATCH_NS
-        object.__setattr__(self, "batch_ns", budget)
+            return LOOP_BATCH_NS
+        return TARGET_BATCH_NS if self.depth > 1 else DRAINING_BATCH_NS
 
 
 class Clock(NamedTuple):
@@ -114,7 +113,7 @@ class Clock(NamedTuple):
     timeline: CounterTimeline | None = None  # under MPI: counts to read at the job's first done
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # (state: compared by identity)
 class PhaseState:
     """What changes while a phase runs, seen by all its slots. ``lock`` guards what the
     books and the watcher share (the slots' counts, the interval series, FIRST DONE);
@@ -166,7 +165,7 @@ class Done(NamedTuple):
         return run_counts(self.run, units, io_ops)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # (state: compared by identity)
 class Slot:
     """One in-flight position of a thread: its buffer, counters and latency stores.
 

@@ -27,7 +27,7 @@ class RunTotals(Protocol):
     def totals(self, units: int, io_ops: int) -> tuple[int, int, int]: ...
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # (state: compared by identity)
 class _Open:
     """Accumulators of an interval that may still receive units."""
 

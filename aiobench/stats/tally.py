@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from aiobench.errors import BenchIOError
@@ -55,8 +54,7 @@ class ThreadTally(NamedTuple):
     slots: tuple[SlotTally, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseTally:
+class PhaseTally(NamedTuple):
     """A phase once it is over: its threads' tallies, clock, CPU samples and outcome."""
 
     about: PhaseAbout

@@ -100,3 +100,21 @@ def test_a_file_that_cannot_be_read_is_named(
     code, out, err = call_main(capsys, "-c", path, "-w", str(tmp_path / "f"))
     assert (code, out) == (2, "")
     assert err.startswith(f"Error: -c/--configfile: {path}: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "given",
+    [["-c", "{conf}"], ["-c{conf}"], ["-wc", "{conf}"], ["--configfile={conf}"]],
+    ids=["-c F", "-cF", "-wc F", "--configfile=F"],
+)
+def test_the_file_is_read_however_the_option_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: list[str]
+) -> None:
+    """(A command line with no word that may give -c is not parsed for it: these must be.)"""
+    conf = tmp_path / "run.conf"
+    conf.write_text("threads=3\nblock=8k\n")
+    args = [word.format(conf=conf) for word in given]
+    config = config_of(
+        capsys, *args, "-w", "-s", "64k", "--nolive", "--json", "-", str(tmp_path / "f")
+    )
+    assert (config["threads"], config["block_size"]) == (3, 8192)

@@ -9,6 +9,7 @@ import random
 import re
 import resource
 from dataclasses import MISSING, dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 from aiobench.errors import ConfigError
@@ -194,7 +195,7 @@ def _not(given: bool, name: str) -> bool:
     return not given
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)  # (see __init__)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False, eq=False, repr=False)
 class BenchConfig:
     """Everything a run needs to know, after validation; each option is declared here, once
     (:func:`aiobench.options.option`), in the order of the JSON document's ``config``."""
@@ -1508,11 +1509,13 @@ class BenchConfig:
     ioengine_fallback: bool = False
     argv: tuple[str, ...] = ()
 
+    # __init__, __eq__, __hash__ and __repr__ are written here, once for all fields, not
+    # generated: Python 3.11 compiles each generated method from its source, and for ~160
+    # fields that took ~6 ms of every start. They do what the dataclass's would.
+
     def __init__(self, **values: Any) -> None:
-        # Written here, not generated: the dataclass's own __init__ of ~170 keyword
-        # arguments took ~3.7 ms to compile at every start (Python 3.11 compiles each
-        # generated method from its source), for the one call build_config makes (and
-        # dataclasses.replace's). The same checks: every field set, none unknown.
+        """Every field from ``values`` or its default; a missing or unknown one is a
+        TypeError (build_config makes the one call, and dataclasses.replace)."""
         for name, default in _INIT_DEFAULTS:
             value = values.pop(name, default)
             if value is MISSING:
@@ -1520,6 +1523,18 @@ class BenchConfig:
             object.__setattr__(self, name, value)
         if values:
             raise TypeError(f"BenchConfig: unknown fields {', '.join(sorted(values))}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _field_values(self) == _field_values(other)
+
+    def __hash__(self) -> int:
+        return hash(_field_values(self))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name, _ in _INIT_DEFAULTS)
+        return f"BenchConfig({shown})"
 
     @property
     def phase_limit_ns(self) -> int:
@@ -1647,8 +1662,10 @@ class BenchConfig:
         return out
 
 
-# BenchConfig.__init__'s fields, in order, with their defaults (MISSING: required).
+# BenchConfig's fields, in order, with their defaults (MISSING: required), and a getter of
+# all their values (a tuple, as the dataclass's __eq__ and __hash__ compare).
 _INIT_DEFAULTS = tuple((f.name, f.default) for f in fields(BenchConfig))
+_field_values = attrgetter(*(name for name, _ in _INIT_DEFAULTS))
 
 # Options of the command line only, not of a run: where to launch it.
 LAUNCH_OPTIONS = (

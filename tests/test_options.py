@@ -181,9 +181,10 @@ def test_nodiocheck_skips_the_direct_io_alignment_checks() -> None:
 
 
 def test_the_config_is_made_as_a_dataclass_would_make_it() -> None:
-    """BenchConfig's own __init__ (not the dataclass's, see there): every field takes its
-    value or its default, a missing required one or an unknown one is a TypeError, and the
-    result is frozen, compares by value and goes through dataclasses.replace."""
+    """BenchConfig's own __init__, __eq__, __hash__ and __repr__ (not the dataclass's, see
+    there): every field takes its value or its default, a missing required one or an
+    unknown one is a TypeError, and the result is frozen, compares and hashes by value,
+    shows every field and goes through dataclasses.replace."""
     cfg = build_config(paths=["f"], write=True, block="8k")
     fields = dataclasses.fields(BenchConfig)
     assert {f.name for f in fields} == set(BenchConfig.__slots__)
@@ -195,6 +196,10 @@ def test_the_config_is_made_as_a_dataclass_would_make_it() -> None:
         if f.name != "paths":
             assert getattr(defaults, f.name) == f.default, f.name
     assert dataclasses.replace(cfg, threads=3).threads == 3 and cfg.threads == 1
+    assert dataclasses.replace(cfg, threads=3) != cfg and cfg != given
+    assert len({cfg, again, dataclasses.replace(cfg, seed=cfg.seed + 1)}) == 2
+    shown = ", ".join(f"{f.name}={getattr(cfg, f.name)!r}" for f in fields)
+    assert repr(cfg) == f"BenchConfig({shown})"
     with pytest.raises(TypeError, match="missing field 'paths'"):
         BenchConfig(write=True)
     with pytest.raises(TypeError, match="unknown fields bogus, nope"):

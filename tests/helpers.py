@@ -87,6 +87,22 @@ def run_aiobench(
     )
 
 
+def run_probed(script: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c script ARGS`` as a real process, with ``env`` added to this one's: a
+    probe that patches aiobench where it looks, then runs its entry point. It must exit 0;
+    the probe writes what it saw to a file ``env`` names."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **env),
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 # A child's peak RSS from wait4 carries its parent's: Linux keeps the largest RSS a process
 # had, across exec, and a fork's copy of a large test worker starts large. So aiobench runs
 # as the grandchild of a small launcher, which reports that grandchild's own peak.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from aiobench import __version__
 from aiobench.cli import app
 from aiobench.errors import ConfigError
 from aiobench.run import gcpause
+from tests.helpers import run_probed
 
 # Loaded only by the paths that use them: pydantic by typer's own coercion of unusual values,
 # rich by the live line on a terminal, httptools by S3 targets, matplotlib by `plot`, the JSON
@@ -99,16 +99,7 @@ def probe(tmp_path: Path, *args: str) -> tuple[set[str], bool]:
     """What :func:`loaded` says, and whether the process's garbage collector was on at
     its end."""
     names = tmp_path / "loaded.txt"
-    env = dict(os.environ, AIOBENCH_LOADED=str(names))
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    run_probed(_PROBE, *args, env={"AIOBENCH_LOADED": str(names)})
     gc_on = (tmp_path / "loaded.txt.gc").read_text()
     assert gc_on in ("True", "False")
     return set(names.read_text().split()), gc_on == "True"
@@ -191,15 +182,8 @@ def test_the_first_phase_starts_before_its_results_modules_load(tmp_path: Path) 
     target = str(tmp_path / "f")
     outs = [(opt, str(tmp_path / f"out{i}")) for i, opt in enumerate(("--csvfile", "--resfile"))]
     args = ["-w", "-r", "-b", "4k", "-s", "4k", target, "--json", str(tmp_path / "run.json")]
-    proc = subprocess.run(
-        [sys.executable, "-c", _AT_START, *args, *(a for pair in outs for a in pair)],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, AIOBENCH_LOADED=str(names)),
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    files = (a for pair in outs for a in pair)
+    proc = run_probed(_AT_START, *args, *files, env={"AIOBENCH_LOADED": str(names)})
     at_start = set(names.read_text().split())
     assert {"aiobench.run.worker", "aiobench.results.running"} <= at_start
     assert among(at_start, AFTER_THE_FIRST_PHASE) == []

@@ -5,14 +5,12 @@ them."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from aiobench.engines import native
+from tests.helpers import run_probed
 
 pytestmark = pytest.mark.skipif(not native.available(), reason=f"{native.build_error}")
 
@@ -40,15 +38,9 @@ def io_threads(tmp_path: Path, *args: str) -> list[int]:
     """The I/O threads at each phase's end of a real ``aiobench ARGS`` on a file."""
     counts = tmp_path / "threads.txt"
     counts.unlink(missing_ok=True)
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args, "--nolive", str(tmp_path / "f")],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, AIOBENCH_THREADS=str(counts)),
-        timeout=120,
-        check=False,
+    run_probed(
+        _PROBE, *args, "--nolive", str(tmp_path / "f"), env={"AIOBENCH_THREADS": str(counts)}
     )
-    assert proc.returncode == 0, proc.stderr
     return [int(n) for n in counts.read_text().split()]
 
 

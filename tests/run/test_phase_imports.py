@@ -9,12 +9,11 @@ end (``PhaseRun.finish``); there must be none.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import run_probed
 
 _PROBE = """
 import os, sys
@@ -76,16 +75,7 @@ CASES = {
 def late_imports(tmp_path: Path, args: list[str], probe: str = _PROBE) -> list[str]:
     """The modules a real ``aiobench ARGS`` process imported while a phase was timed."""
     late = tmp_path / "late.txt"
-    env = dict(os.environ, AIOBENCH_LATE=str(late))
-    proc = subprocess.run(
-        [sys.executable, "-c", probe, *args, "--nolive"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    run_probed(probe, *args, "--nolive", env={"AIOBENCH_LATE": str(late)})
     return late.read_text().split()
 
 

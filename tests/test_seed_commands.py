@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import RunCli
+from tests.helpers import CHANCE_ROW, RunCli
 
 pytestmark = pytest.mark.slow  # real CLI runs (see tests/conftest.py)
 
@@ -39,8 +39,6 @@ LATENCY_ROW = re.compile(rf" {{11}} IO latency       : \[ min={_LAT} avg={_LAT} 
 PERCENT_ROW = re.compile(
     rf" {{11}} IO lat % us      : \[ 1%<={_PCT} 50%<={_PCT} 75%<={_PCT} 99%<={_PCT} \]"
 )
-# Without --pertarget, a target over 10 % below the average is named under the phase.
-SLOW_TARGET_ROW = re.compile(r" {11} Slowest target   : #\d+ .* % below the average of .*")
 
 
 def parse_table(stdout: str) -> dict[str, dict[str, tuple[str, str]]]:
@@ -57,7 +55,7 @@ def parse_table(stdout: str) -> dict[str, dict[str, tuple[str, str]]]:
             assert current is None, "per-target report inside a phase block"
             in_targets = True
             continue
-        if any(row.fullmatch(line) for row in (LATENCY_ROW, PERCENT_ROW, SLOW_TARGET_ROW)):
+        if any(row.fullmatch(line) for row in (LATENCY_ROW, PERCENT_ROW, CHANCE_ROW)):
             assert current is not None, line
             continue
         op, name, sep, values = line[:11].strip(), line[12:29].strip(), line[29:31], line[31:]

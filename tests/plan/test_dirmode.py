@@ -22,7 +22,14 @@ from aiobench.render.table import TableOptions, render_table
 from aiobench.results.model import PhaseResult
 from aiobench.run.phases import run_phase
 from aiobench.run.worker import Done
-from tests.helpers import DATA, RecordingEngine, context, fd_targets, make_cfg
+from tests.helpers import (
+    DATA,
+    RecordingEngine,
+    context,
+    fd_targets,
+    make_cfg,
+    without_chance_rows,
+)
 
 
 def layout(**over: int | bool) -> DirLayout:
@@ -323,7 +330,9 @@ async def all_phases(tmp_path: Path, size: int, block: int) -> list[PhaseResult]
 
 def row_names(table: str, *, latency: bool = True) -> dict[str, list[str]]:
     """Per phase, the operation and row names of its rows (the figures left out)."""
-    body = table.split("=========== ================    ==========   =========\n", 1)[1]
+    body = without_chance_rows(table).split(
+        "=========== ================    ==========   =========\n", 1
+    )[1]
     out = {}
     for block in body.split("---\n"):
         if block.strip():

@@ -15,13 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import DATA, RunCli
-
-# The one line aiobench adds under a phase without --pertarget: a target well below the
-# average (a chance on a busy machine, so it is allowed here and checked for its form).
-SLOW_TARGET = re.compile(
-    r" {12}Slowest target   : #\d+ \S+ \d+ (MiB/s|IOPS|Files/s), \d+\.\d % below "
-)
+from tests.helpers import DATA, RunCli, without_chance_rows
 
 
 def row_names(table: str) -> list[tuple[str, str]]:
@@ -43,8 +37,7 @@ def reference_rows(name: str) -> list[tuple[str, str]]:
 
 
 def aiobench_rows(stdout: str) -> list[tuple[str, str]]:
-    kept = [line for line in stdout.splitlines() if not SLOW_TARGET.match(line)]
-    return row_names("\n".join(kept))
+    return row_names(without_chance_rows(stdout))
 
 
 def files(tmp_path: Path, count: int) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from aiobench.plan.targets import filesystem_type
-from tests.helpers import RunCli, assert_usage_error, listing, mounted_tmpfs
+from tests.helpers import RunCli, assert_usage_error, listing, mounted_tmpfs, without_chance_rows
 
 Doc = dict[str, Any]
 Tree = dict[str, int | None]  # relative path -> file size, None for a dir
@@ -99,7 +99,7 @@ def unrelated_tree() -> Tree:
 
 def table_blocks(text: str) -> list[tuple[str, Rows]]:
     """The phase blocks of an elbencho-style table: (operation, [(result type, values)])."""
-    lines = text.splitlines()
+    lines = without_chance_rows(text).splitlines()
     start = lines.index(HEADER)
     assert lines[start + 1].startswith("=========== ================"), lines
     blocks: list[tuple[str, Rows]] = []

@@ -88,9 +88,10 @@ def command(workload: str, tmp_path: Path, out: Path) -> list[str]:
         opts = "-r -b 4k -t 2 --rand --randamount 4t -s 256m --timelimit 60"
         args = [*opts.split(), target]
     elif workload == "write":
-        # -w then -r: the write phase (2 GiB of 4k random writes) is interrupted and the
-        # read phase must not run.
-        opts = "-w -r -b 4k -t 2 --rand -s 2g --timelimit 60"
+        # -w then -r: the write phase (4k random writes, for minutes) is interrupted and the
+        # read phase must not run. The file is small so that little is dirty when the run
+        # removes it: unlinking 2 GiB of pages under writeback took seconds on a busy disk.
+        opts = "-w -r -b 4k -t 2 --rand --randamount 4t -s 64m --timelimit 60"
         args = [*opts.split(), str(tmp_path / "f1")]
     else:
         # The read seed command: 256 slots of O_DIRECT reads in flight when the signal lands.

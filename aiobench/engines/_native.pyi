@@ -100,6 +100,7 @@ class Spec:
     carry: bool
     follows: bool
     poll: bool
+    pairs: bool
     intended: Array | None
     gate: Array | None
     # dir mode

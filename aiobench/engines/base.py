@@ -175,6 +175,10 @@ class Job(NamedTuple):
     # run's last ones in flight for the next run, so that the queue does not drain at
     # the end of the run (the next run starts with them).
     follows: bool = False
+    # The phase has fewer slots than cores, so each slot's thread has one to spare: an
+    # engine may spend a syscall more to start the device sooner (the native AIO loop
+    # submits in pairs, which the kernel does not hold back to batch).
+    spare: bool = False
 
     @property
     def paths(self) -> tuple[str, ...]:

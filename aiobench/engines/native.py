@@ -246,6 +246,7 @@ def _file_spec(job: Job, ops: OpRun, buf: SlotBuffer) -> _native.Spec:
     before_limit = not job.deadline_ns or job.until_ns < job.deadline_ns
     spec.carry = before_limit and (job.stop is None or not job.stop.is_set())
     spec.follows = job.follows
+    spec.pairs = job.spare
     return spec
 
 

@@ -94,6 +94,7 @@ class PhaseSpec(NamedTuple):
     depth: int = 1  # operations one slot keeps in flight (Engine.slot_depth)
     opslog: PhaseLog | None = None  # --opslog: each run's operations logged once back
     binding: Binding = Binding()  # --cores/--zones
+    spare: bool = False  # fewer slots than cores (set by run_slots; Job.spare)
 
     @property
     def batch_ns(self) -> int:
@@ -258,6 +259,7 @@ def _job(
         depth=spec.depth,
         gate=gate,
         follows=follows,
+        spare=spec.spare,
     )
     return job, queued
 
@@ -675,6 +677,7 @@ async def run_slots(
                     group.start_soon(_slot_task, ends, local, slot, task)
         return
     spare = sum(len(rank_slots) for rank_slots in slots) < cores_allowed()
+    spec = spec._replace(spare=spare)
     books = (_Books if spare else _InlineBooks)(spec, state, ends)
     try:
         await _threads_run(spec, state, streams, slots, gate, books)

@@ -1334,9 +1334,9 @@ fail:
 static long
 aio_submit(Queue *q, struct iocb **batch, long count, int pairs)
 {
-    AioRing *ring = count > 2 ? ring_of(q->ctx) : NULL;
+    AioRing *ring = pairs && count > 2 ? ring_of(q->ctx) : NULL; /* (only pairs ask) */
     unsigned before = ring ? ring_count(ring) : 0;
-    long step = pairs && ring && !q->completes_inline ? 2 : count, taken = 0;
+    long step = ring && !q->completes_inline ? 2 : count, taken = 0;
     while (taken < count) {
         long c = count - taken < step ? count - taken : step, took;
         do

@@ -66,6 +66,9 @@ class Slot:
     @property
     def in_flight(self) -> int:
         """file_aio: operations in flight between calls (the carried ones not reaped yet)."""
+    @property
+    def synchronous(self) -> int:
+        """file_aio at depth 1: the device completed its operations within io_submit."""
     next_window: int
     next_stamp: int
     sfc: tuple[int, ...]

@@ -58,6 +58,26 @@ if TYPE_CHECKING:  # (--opslog's module is loaded only when it is given)
 _CLOSE_POLL_NS = 5_000_000
 _CLOSE_POLL_MAX_NS = 160_000_000
 DEFAULT_LIVE_INTERVAL_NS = 2_000_000_000  # elbencho's --liveint default
+# A phase of direct reads or writes at depth 1 with a core to spare starts this long after
+# its slots are ready, on quiet CPUs. aiobench's own work just before (the plan, the first
+# runs; at the first phase, its start-up) still weighs on the kernel's view of the CPUs
+# when the first operations go out, and on this 2-CPU VM the loop device's worker then
+# settles on the other CPU for the whole phase, which halts between reads: a bare C loop
+# of AIO reads at depth 1 made ~25 k IOPS started right after 0.2 s of page faults, and
+# ~47 k, ~57 k and ~59 k after a pause of 20, 50 and 100 ms (medians of 10 rounds).
+# fio's job threads wait for their start that long anyway.
+SETTLE_S = 0.05
+
+
+def settles(
+    about: PhaseAbout, kind: PhaseKind, options: IoOptions, depth: int, spare: bool
+) -> bool:
+    """Whether a phase waits ``SETTLE_S`` before its start: file-mode direct reads or
+    writes at depth 1 without --rwmixpct (each slot sleeps on one operation at a time),
+    with a core to spare (fewer slots than cores: the device's worker may run beside
+    them), not --poll (a polling slot never sleeps)."""
+    plain = kind in (READ, WRITE) and not about.dir_mode and about.rwmix_pct is None
+    return plain and options.direct and depth == 1 and spare and not options.poll
 
 
 @dataclass(slots=True, eq=False)  # (state: compared by identity)
@@ -244,6 +264,9 @@ class PhaseRun:
                             run_slots, self.spec, self.state, streams, slots, gate, self._finished
                         )
                         await gate.all_arrived()
+                        spec, spare = self.spec, count < self.cores
+                        if settles(self.about, spec.kind, spec.options, spec.depth, spare):
+                            await anyio.sleep(SETTLE_S)
                         job.barrier()  # the common start of all processes (all are ready)
                         self.start(gate)
                     finally:

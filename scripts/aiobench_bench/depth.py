@@ -640,11 +640,12 @@ def print_depth_markdown(summary: Row, meta: Row) -> None:
     if PLAIN in d["commands"]:
         print(
             f"- {PLAIN}: scripts/aiobench_bench/depthref.c compiled with cc -O2 at bench time, "
-            "the syscalls of aiobench's native engine and nothing else (one pread after "
-            "the other at depth 1; above it a Linux AIO context per thread, the free "
-            "positions submitted in one io_submit, or two per call with fewer threads than "
-            "CPUs unless the device completed the last batch inside io_submit, "
-            "io_getevents for at least one), each read timed from submission to completion"
+            "the syscalls of aiobench's native engine and nothing else (a Linux AIO "
+            "context per thread, the free positions submitted in one io_submit, or two per "
+            "call with fewer threads than CPUs unless the device completed the last batch "
+            "inside io_submit, io_getevents for at least one; at depth 1 one pread after "
+            "the other without a CPU to spare, or after 64 reads in a row completed inside "
+            "io_submit), each read timed from submission to completion"
         )
     print(
         "- Latency: aiobench's latency.io percentiles, fio's lat_ns (submission to "

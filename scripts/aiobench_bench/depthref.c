@@ -2,11 +2,12 @@
  *
  * depthref DEVICE THREADS DEPTH SECONDS: THREADS threads read random 4 KiB blocks of
  * DEVICE (or a file) for SECONDS, each keeping DEPTH reads in flight the way aiobench's
- * native engine does: at a depth of 1 one pread after the other; above it one Linux AIO
- * context per thread, the free positions submitted in one io_submit, or two per call
- * when there are fewer threads than CPUs and the device did not complete the last batch
- * inside io_submit (see aio_submit in aiobench/engines/_native.c), then io_getevents for
- * at least one. Each read is timed from its submission to its completion. Prints "<reads>
+ * native engine does: one Linux AIO context per thread, the free positions submitted in
+ * one io_submit, or two per call when there are fewer threads than CPUs and the device did
+ * not complete the last batch inside io_submit (see aio_submit in
+ * aiobench/engines/_native.c), then io_getevents for at least one. At a depth of 1, one
+ * pread after the other unless there are fewer threads than CPUs; then AIO too, until 64
+ * reads in a row complete inside their io_submit (SYNC_STREAK there): pread from then. Each read is timed from its submission to its completion. Prints "<reads>
  * <elapsed_ns> <latency_sum_ns>" over all threads (elapsed: from the common start to the
  * last thread's last completion), so the mean number in flight is latency_sum / elapsed.
  */
@@ -27,6 +28,7 @@
 #include <linux/fs.h>
 
 #define BLOCK 4096
+#define SYNC_STREAK 64
 
 static const char *path;
 static int depth, spare; /* spare: fewer threads than CPUs */
@@ -86,8 +88,10 @@ static unsigned ring_count(aio_context_t ctx)
 }
 
 /* batch[0..count) in one io_submit, or two per call (spare, and the last batch of more
- * than two did not complete inside its io_submit: *inline_done says whether it did). */
-static void submit(aio_context_t ctx, struct iocb **batch, int count, int *inline_done)
+ * than two did not complete inside its io_submit: *inline_done says whether it did); at
+ * depth 1, *streak counts the reads in a row that completed inside it. */
+static void submit(aio_context_t ctx, struct iocb **batch, int count, int *inline_done,
+                   int *streak)
 {
     unsigned before = ring_count(ctx);
     int step = spare && count > 2 && !*inline_done ? 2 : count;
@@ -98,6 +102,8 @@ static void submit(aio_context_t ctx, struct iocb **batch, int count, int *inlin
     }
     if (count > 2)
         *inline_done = ring_count(ctx) - before >= (unsigned)count;
+    if (depth == 1)
+        *streak = ring_count(ctx) > before ? *streak + 1 : 0;
 }
 
 static void read_queued(Worker *w, int fd, char *mem)
@@ -110,7 +116,7 @@ static void read_queued(Worker *w, int fd, char *mem)
     struct io_event *events = calloc((size_t)depth, sizeof *events);
     int64_t *started = calloc((size_t)depth, sizeof *started);
     int *free_pos = calloc((size_t)depth, sizeof *free_pos);
-    int n_free = depth, inflight = 0, inline_done = 0;
+    int n_free = depth, inflight = 0, inline_done = 0, streak = 0;
     for (int p = 0; p < depth; p++)
         free_pos[p] = p;
     for (;;) {
@@ -129,7 +135,7 @@ static void read_queued(Worker *w, int fd, char *mem)
             batch[count++] = &cbs[p];
         }
         if (count)
-            submit(ctx, batch, count, &inline_done);
+            submit(ctx, batch, count, &inline_done, &streak);
         inflight += count;
         if (inflight == 0)
             break;
@@ -147,8 +153,12 @@ static void read_queued(Worker *w, int fd, char *mem)
             inflight--;
         }
         w->last_ns = t1;
+        if (streak >= SYNC_STREAK)
+            break; /* (nothing in flight at depth 1) */
     }
     syscall(SYS_io_destroy, ctx);
+    if (streak >= SYNC_STREAK)
+        read_one_by_one(w, fd, mem);
 }
 
 static void *work(void *arg)
@@ -161,7 +171,7 @@ static void *work(void *arg)
     if (posix_memalign((void **)&mem, BLOCK, (size_t)depth * BLOCK))
         fail("posix_memalign");
     pthread_barrier_wait(&barrier);
-    if (depth == 1)
+    if (depth == 1 && !spare)
         read_one_by_one(w, fd, mem);
     else
         read_queued(w, fd, mem);

@@ -4,7 +4,9 @@ The kernel holds back (plugs) the operations of an io_submit of more than two un
 are prepared. A slot with a core to spare (the phase has fewer slots than cores) submits
 two per call, so that a device that completes elsewhere starts on the first at once; a
 slot without one, or one whose device completes inside io_submit (tmpfs with O_DIRECT),
-submits them in one call. Each case is a real run under strace, its io_submit sizes read.
+submits them in one call. At --iodepth 1 a slot with a core to spare goes through AIO
+too, one at a time, unless its device completes inside io_submit: then pread. Each case
+is a real run under strace, its io_submit sizes (and preads) read.
 """
 
 from __future__ import annotations
@@ -36,22 +38,36 @@ BLKIO = Path("/sys/fs/cgroup/blkio")
 # io_submit, strace's slowness included).
 IOPS = 20
 SUBMIT = re.compile(r"io_submit\(\w+, (\d+),")
+PREAD = re.compile(r"pread64\((\d+), .*, 4096, \d+\) = ")  # (a block; not the loader's)
+FILDES = re.compile(r"aio_fildes=(\d+)")
+SYNC_STREAK = 64  # (_native.c: reads in a row completed inside io_submit, then pread)
 
 
-def sizes_of_submits(tmp_path: Path, target: str, threads: int, cgroup: Path | None) -> list[int]:
+def sizes_of_submits(
+    tmp_path: Path, target: str, threads: int, cgroup: Path | None, depth: int = DEPTH
+) -> list[int]:
     """The io_submit sizes, every thread's in order, of a 0.5 s read phase of ``target``
-    at ``--iodepth`` DEPTH, run in ``cgroup`` if given."""
-    log = tmp_path / f"strace-{threads}.log"
-    args = ["-r", "-b", "4k", "-t", str(threads), "--iodepth", str(DEPTH), "--direct", "--rand"]
-    cmd = ["strace", "-f", "-qq", "-e", "trace=io_submit", "-o", str(log), sys.executable]
-    cmd += ["-m", "aiobench", *args, "--timelimit", "0.5", "--nolive", target]
+    at ``--iodepth`` ``depth``, run in ``cgroup`` if given."""
+    return [
+        int(m[1])
+        for line in traced(tmp_path, target, threads, cgroup, depth)
+        if (m := SUBMIT.search(line))
+    ]
+
+
+def traced(tmp_path: Path, target: str, threads: int, cgroup: Path | None, depth: int) -> list[str]:
+    """strace's lines of io_submit and pread64 calls in a 0.5 s read phase of ``target``."""
+    log = tmp_path / f"strace-{threads}-{depth}.log"
+    args = ["-r", "-b", "4k", "-t", str(threads), "--iodepth", str(depth), "--direct", "--rand"]
+    cmd = ["strace", "-f", "-qq", "-e", "trace=io_submit,pread64", "-o", str(log)]
+    cmd += [sys.executable, "-m", "aiobench", *args, "--timelimit", "0.5", "--nolive", target]
     if cgroup is not None:  # (the shell joins the cgroup, then becomes strace)
         cmd = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs"), *cmd]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0 and "PTRACE" in proc.stderr:
         pytest.skip(f"strace cannot trace here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
-    return [int(m[1]) for line in log.read_text().splitlines() if (m := SUBMIT.search(line))]
+    return log.read_text().splitlines()
 
 
 @pytest.fixture
@@ -119,3 +135,40 @@ def test_a_device_that_completes_inside_io_submit_gets_whole_batches(tmp_path: P
     # complete when io_submit returns, so every later refill of a whole queue is one call.
     assert sizes[: DEPTH // 2] == [2] * (DEPTH // 2), sizes
     assert sizes.count(DEPTH) > 10, sizes
+
+
+def test_a_slot_with_a_core_to_spare_reads_through_aio_at_depth_1(
+    tmp_path: Path, slow_loop: tuple[str, Path]
+) -> None:
+    if cores_allowed() < 2:
+        pytest.skip("one core: no slot has one to spare")
+    device, cgroup = slow_loop
+    lines = traced(tmp_path, device, 1, cgroup, 1)
+    sizes = [int(m[1]) for line in lines if (m := SUBMIT.search(line))]
+    # Every read is an io_submit of one (completions ~50 ms later, never inside it) ...
+    assert len(sizes) >= 5 and set(sizes) == {1}, sizes
+    # ... and none a pread of the device (Python's own preads read other files).
+    fds = {m[1] for line in lines if (m := FILDES.search(line))}
+    assert len(fds) == 1, fds
+    device_preads = [line for line in lines if (m := PREAD.search(line)) and m[1] in fds]
+    assert not device_preads, device_preads[:3]
+
+
+def test_at_depth_1_a_device_that_completes_inside_io_submit_gets_preads(tmp_path: Path) -> None:
+    require_root_tools("a tmpfs mount", "strace")
+    if cores_allowed() < 2:
+        pytest.skip("one core: no slot has one to spare")
+    with mounted_tmpfs(tmp_path / "mnt", "size=16m") as mnt:
+        target = mnt / "file"
+        target.write_bytes(os.urandom(4 << 20))
+        try:
+            os.close(os.open(target, os.O_RDONLY | os.O_DIRECT))
+        except OSError as exc:
+            pytest.skip(f"this tmpfs has no O_DIRECT: {exc}")
+        lines = traced(tmp_path, str(target), 1, None, 1)
+    sizes = [int(m[1]) for line in lines if (m := SUBMIT.search(line))]
+    fds = {m[1] for line in lines if (m := FILDES.search(line))}
+    preads = [line for line in lines if (m := PREAD.search(line)) and m[1] in fds]
+    # SYNC_STREAK reads through AIO, each complete when io_submit returned; then preads.
+    assert sizes == [1] * SYNC_STREAK, sizes
+    assert len(preads) > 100, lines[-5:]

@@ -4,7 +4,7 @@ The difference --poll makes is where a thread waits: asleep in io_getevents, or 
 CPU watching the AIO ring. A sleep is a voluntary context switch, so the child's
 ``ru_nvcsw`` tells the two apart: reading a file of an ext4 on a loop device with direct
 I/O (its completions come from the loop device's worker, later than the submission), the
-thread without --poll sleeps about once per read; with it, it does not.
+thread without --poll sleeps for most reads; with it, it does not.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ def test_poll_waits_for_each_read_on_the_cpu_not_asleep(
         config = polled["meta"]["config"]  # type: ignore[index]
         assert (config["poll"], config["ioengine"]) == (True, "native")
         assert plain["meta"]["config"]["poll"] is False  # type: ignore[index]
-        if depth == "1":  # (pread below: a sleep per read, about)
-            assert asleep >= BLOCKS // 2, (asleep, awake)
+        if depth == "1":  # (most reads wait asleep: all but those the loop device's
+            # worker completes on the slot's CPU before io_getevents, 45 % in one run)
+            assert asleep >= BLOCKS // 4, (asleep, awake)
         assert awake < BLOCKS // 20, (asleep, awake)  # (the loop and its threads' own)
         assert awake < asleep, (asleep, awake)
 

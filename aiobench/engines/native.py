@@ -230,10 +230,10 @@ def _sleeps_at_one(job: Job, ops: OpRun) -> bool:
     """Whether a run at depth 1 goes through Linux AIO too: plain direct reads and stamped
     writes of a slot with a core to spare, as fio's libaio at --iodepth 1. The slot sleeps in
     io_getevents instead of pread, and the device's worker may then run on its CPU: 4 KiB
-    direct reads of a loop device, -t 1, 2-CPU VM: ~31 k IOPS with pread, ~52 k with AIO
-    (the phase starting on quiet CPUs, see run.phases). A device that completes within
-    io_submit (zram, tmpfs) makes the slot go back to pread (``Slot.synchronous``): there
-    AIO costs a second call per operation (zram, -t 1: 0.71x)."""
+    direct reads of a loop device, -t 1, 2-CPU VM: 25.9 k IOPS with pread, 30.8 k with AIO
+    (medians of 8 interleaved rounds; the phase starting on quiet CPUs, see run.phases).
+    A device that completes within io_submit (zram, tmpfs) makes the slot go back to pread
+    (``Slot.synchronous``): there AIO costs a second call per operation (zram, -t 1: 0.71x)."""
     opts = job.options
     return job.spare and opts.direct and ops.mix is None and _queues(job.kind, opts)
 

@@ -62,10 +62,11 @@ DEFAULT_LIVE_INTERVAL_NS = 2_000_000_000  # elbencho's --liveint default
 # its slots are ready, on quiet CPUs. aiobench's own work just before (the plan, the first
 # runs; at the first phase, its start-up) still weighs on the kernel's view of the CPUs
 # when the first operations go out, and on this 2-CPU VM the loop device's worker then
-# settles on the other CPU for the whole phase, which halts between reads: a bare C loop
-# of AIO reads at depth 1 made ~25 k IOPS started right after 0.2 s of page faults, and
-# ~47 k, ~57 k and ~59 k after a pause of 20, 50 and 100 ms (medians of 10 rounds).
-# fio's job threads wait for their start that long anyway.
+# stays on the other CPU for the whole phase, which halts between reads. A bare C loop of
+# AIO reads at depth 1, 4 KiB, loop device, started in a Python process right after it
+# touched 200 MiB of new memory: 24.9 k reads/s; after a pause of 20, 50 and 100 ms: 46.7 k,
+# 57.0 k and 59.3 k (medians of 10 interleaved rounds). aiobench at -t 1 --iodepth 1
+# through AIO: 20.5 k without the pause, 29.6 k with it (medians of 8).
 SETTLE_S = 0.05
 
 

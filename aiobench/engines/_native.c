@@ -1536,7 +1536,7 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             int64_t submitted = now_ns();
             unsigned ready = ring1 ? ring_count(ring1) : 0;
             long took = aio_submit(q, batch, count, pairs);
-            if (ring1 && took == 1 && !q->synchronous) {
+            if (ring1 && took == 1) { /* (once synchronous, the call submits no more) */
                 q->inline_streak = ring_count(ring1) > ready ? q->inline_streak + 1 : 0;
                 q->synchronous = q->inline_streak >= SYNC_STREAK;
                 stop |= q->synchronous; /* (the run's rest: the next call, with pread) */

@@ -147,7 +147,7 @@ def test_a_slot_with_a_core_to_spare_reads_through_aio_at_depth_1(
     sizes = [int(m[1]) for line in lines if (m := SUBMIT.search(line))]
     # Every read is an io_submit of one (completions ~50 ms later, never inside it) ...
     assert len(sizes) >= 5 and set(sizes) == {1}, sizes
-    # ... and none a pread of the device (Python's own preads read other files).
+    # ... and none a pread of the device.
     fds = {m[1] for line in lines if (m := FILDES.search(line))}
     assert len(fds) == 1, fds
     device_preads = [line for line in lines if (m := PREAD.search(line)) and m[1] in fds]

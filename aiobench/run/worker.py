@@ -525,8 +525,8 @@ class _Books(_InlineBooks):
     and its end is counted (:class:`_Ends`) only after its last run is accounted.
 
     A slot counts as busy from the moment it hands a run over to the end of its next one
-    (that run's operations cannot end before the moment), so the watcher never closes an
-    interval over a run not yet accounted."""
+    (that run's operations cannot end before the moment; once accounted, from the run's
+    last end), so the watcher never closes an interval over a run not yet accounted."""
 
     def __init__(self, spec: PhaseSpec, state: PhaseState, ends: _Ends) -> None:
         super().__init__(spec, state, ends)
@@ -561,15 +561,18 @@ class _Books(_InlineBooks):
 
 
 def _settle(spec: PhaseSpec, state: PhaseState, item: _Handed) -> None:
-    """A handed run folded and accounted; its slot busy from then (``handed_ns``, or now:
-    nothing it has yet to account can end before)."""
+    """A handed run folded and accounted; its slot busy from the run's last end (before a
+    first end, its hand-over or now): nothing it has yet to account can end before. Not
+    from the hand-over: a slot whose last run this was ends without another, and an
+    interval boundary between that run's last end and its hand-over would be closed
+    whole meanwhile, past the phase's end, which finish() cuts the last interval at."""
     slot = item.slot
     if spec.opslog is not None:  # (after the engine's timed loop)
         spec.opslog.record(item.run, item.raw, slot.rank)
     done = _fold(slot, item.run, item.raw)
     with state.lock:  # (the interval series and timeline are the watcher's too)
         _account(state, slot, done)
-        slot.busy_since_ns = item.handed_ns or perf_counter_ns()
+        slot.busy_since_ns = slot.last_end_ns or item.handed_ns or perf_counter_ns()
 
 
 class _Handed(NamedTuple):

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from time import perf_counter_ns
 
@@ -613,3 +614,26 @@ async def test_a_queued_slots_next_run_is_what_was_left_and_the_next_operations(
             topped += 1
     assert topped >= 2, runs
     assert sum(done for _, _, done in runs) == total
+
+
+async def test_the_last_interval_ends_with_the_phase_when_a_slot_is_slow_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each slot's only run ends within a millisecond; its thread then takes 60 ms to
+    # account it and 60 ms more to end (descheduled, say), while interval boundaries (every
+    # 20 ms) pass. The watcher must not close those intervals whole meanwhile: the phase
+    # ended at its last operation, and its last interval ends there too.
+    real_settle = worker._settle
+
+    def slow(spec: worker.PhaseSpec, state: PhaseState, item: worker._Handed) -> None:
+        time.sleep(0.06)
+        real_settle(spec, state, item)
+        time.sleep(0.06)
+
+    monkeypatch.setattr(worker, "_settle", slow)
+    monkeypatch.setattr(worker, "cores_allowed", lambda: 2.0)  # (the slots' own books)
+    ctx = replace(reading_240(tmp_path, NullEngine(), iodepth=1), live_interval_ns=20_000_000)
+    phase = await read_phase(ctx)
+    assert phase.last_done.ops == 240
+    assert phase.last_done.elapsed_ns < 20_000_000  # (the runs' ends, not the slow books)
+    assert phase.intervals[-1].end_ns == phase.last_done.elapsed_ns, phase.intervals

@@ -53,6 +53,9 @@ class RawBatch:
     # Object storage: each GET's time to first byte (from sending it to its first body
     # byte), in ns.
     first_bytes: Int64s = field(default_factory=_none)
+    # File mode: the operations went through Linux AIO (the native engine's queue), not
+    # one pread/pwrite each (--opslog's names).
+    aio: bool = False
 
 
 class ListRecord:

@@ -218,7 +218,7 @@ def _file_run(job: Job, ops: OpRun) -> RawBatch:
     queued = spec.depth > 1 or spec.poll or (_sleeps_at_one(job, ops) and not slot.synchronous)
     status = (_native.file_aio if queued else _native.file_run)(slot, spec)
     done = spec.done
-    batch = RawBatch(_trimmed(starts, done), _trimmed(ends, done))
+    batch = RawBatch(_trimmed(starts, done), _trimmed(ends, done), aio=queued)
     if intended is not None:
         batch.intended = _trimmed(intended, done)
     if status > _native.BUDGET:  # (in file mode every other status is a failure)

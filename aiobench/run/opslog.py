@@ -167,13 +167,12 @@ class OpsLog:
         name: str,
         paths: Sequence[str],
         *,
-        depth: int = 1,
         objects: bool = False,
         mmap: bool = False,
     ) -> PhaseLog:
         """The writer of one phase's lines (``objects``: its entries are S3 objects;
         ``mmap``: the blocks are copies through a mapping, --mmap)."""
-        return PhaseLog(self, kind, name, tuple(paths), depth, objects, mmap)
+        return PhaseLog(self, kind, name, tuple(paths), objects, mmap)
 
     def append(self, lines: list[str]) -> None:
         """Write ``lines`` (each ending in a newline) at the end of the file, whole."""
@@ -255,7 +254,6 @@ class PhaseLog:
     kind: PhaseKind
     name: str
     paths: tuple[str, ...]
-    depth: int
     objects: bool
     mmap: bool = False
     json_paths: list[str] = field(init=False)  # each PATH as a JSON string
@@ -310,10 +308,11 @@ class PhaseLog:
     ) -> str:
         done = len(raw.ends)
         if isinstance(run, OpRun):
-            op = self._file_op(run, done) if done < len(run) else self._file_op(run, 0)
+            op = self._file_op(run, done if done < len(run) else 0, raw.aio)
             length = run.length
         elif error.offset is not None and not self.objects and self.kind in (READ, WRITE):
-            op = self._file_ops[0 if self.kind == READ else 1]  # a block of the file failed
+            # (a block of the file failed)
+            op = _file_ops(self.mmap, False)[0 if self.kind == READ else 1]
             length = min(run.block, max(run.size - (error.offset - run.start), 0))
         else:
             op = self._entry_op(run, done) if done < len(run) else self._entry_op(run, 0)
@@ -335,27 +334,19 @@ class PhaseLog:
         }
         return json.dumps(record) + "\n"
 
-    def _file_op(self, run: OpRun, k: int) -> str:
+    def _file_op(self, run: OpRun, k: int, aio: bool) -> str:
         reads = self.kind == READ
         if run.mix is not None:
             reads = bool(run.mix.is_read(run.first_seq + k, 1)[0])
-        return self._file_ops[0 if reads else 1]
-
-    @property
-    def _file_ops(self) -> tuple[str, str]:
-        """File mode's (read, write) names: the syscalls, or a copy through the mapping."""
-        if self.mmap:
-            return "mmap_read", "mmap_write"
-        if self.depth > 1:
-            return "aioread", "aiowrite"
-        return "pread", "pwrite"
+        return _file_ops(self.mmap, aio)[0 if reads else 1]
 
     def _file_columns(self, run: OpRun, raw: RawBatch) -> _Columns:
         """File mode: a line per block read or written."""
         done = len(raw.ends)
-        ops: list[str] | str = self._file_op(run, 0)
+        ops: list[str] | str = self._file_op(run, 0, raw.aio)
         if run.mix is not None:
-            ops = np.where(run.mix.is_read(run.first_seq, done), *self._file_ops).tolist()
+            reads = run.mix.is_read(run.first_seq, done)
+            ops = np.where(reads, *_file_ops(self.mmap, raw.aio)).tolist()
         index = run.path_index
         names: list[str] | str
         if isinstance(index, int):
@@ -383,7 +374,7 @@ class PhaseLog:
         starts, ends = raw.starts.tolist(), raw.ends.tolist()
         io_starts, io_ends = raw.io_starts.tolist(), raw.io_ends.tolist()
         per = run.blocks_per_entry if not self.objects and self.kind in (READ, WRITE) else 0
-        block_op = self._file_ops[0 if self.kind == READ else 1]  # (dir mode: depth 1)
+        block_op = _file_ops(self.mmap, False)[0 if self.kind == READ else 1]  # (depth 1)
         moved = run.size if self.kind in (READ, WRITE) else 0
         if moved and run.offsets is not None:  # (object storage's --rand: a block each)
             moved = min(run.block, run.size)
@@ -429,3 +420,11 @@ def open_opslog(path: str | None, *, lock_file: bool) -> OpsLog | None:
 def undo_opslog(log: OpsLog | None) -> None:
     if log is not None:
         log.undo()
+
+
+def _file_ops(mmap: bool, aio: bool) -> tuple[str, str]:
+    """File mode's (read, write) names: the syscalls (Linux AIO's where the run went
+    through it), or a copy through the mapping."""
+    if mmap:
+        return "mmap_read", "mmap_write"
+    return ("aioread", "aiowrite") if aio else ("pread", "pwrite")

@@ -184,7 +184,7 @@ class PhaseRun:
         opslog = None
         if ctx.opslog is not None:
             opslog = ctx.opslog.phase(
-                kind, title, ctx.paths, depth=depth, objects=cfg.object_storage, mmap=options.mmap
+                kind, title, ctx.paths, objects=cfg.object_storage, mmap=options.mmap
             )
         self.spec = PhaseSpec(
             kind=kind,

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from aiobench.run.opslog import OpsLog
+from aiobench.stats.client import cores_allowed
 from tests.helpers import (
     Ext4Loop,
     RunCli,
@@ -114,6 +115,29 @@ def test_linux_aio_operations_are_named_as_elbencho_names_them(
         mine = [r for r in records if r["phase"] == phase]
         assert {r["op_name"] for r in mine} == {op}
         assert sorted(r["offset"] for r in mine) == [k * BLOCK for k in range(64)]
+
+
+def test_reads_through_linux_aio_at_depth_1_are_named_so(
+    ext4_loop: Ext4Loop, run_cli: RunCli
+) -> None:
+    """--direct at --iodepth 1 with a core to spare: the native engine's reads go through
+    Linux AIO too (one in flight), and their lines say aioread."""
+    if cores_allowed() < 2:
+        pytest.skip("one core: no slot has one to spare (pread then)")
+    mnt = ext4_loop.setup(64 << 20)
+    target, log = mnt / "f", mnt / "ops.log"
+    made = run_cli(
+        "-w", "-t", "1", "-s", str(64 * BLOCK), "-b", str(BLOCK), "--nolive", str(target)
+    )
+    assert made.returncode == 0, made.stderr
+    proc = run_cli(
+        "-r", "-t", "1", "--direct", "-b", str(BLOCK), "--ioengine", "native", "--nolive",
+        "--opslog", str(log), str(target),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = _records(log)
+    assert {r["op_name"] for r in records} == {"aioread"}
+    assert sorted(r["offset"] for r in records) == [k * BLOCK for k in range(64)]
 
 
 @pytest.mark.parametrize("engine", ["native", "python"])

@@ -232,6 +232,17 @@ def mounted_tmpfs(mnt: Path, options: str) -> Iterator[Path]:
         subprocess.run(["umount", str(mnt)], check=False)
 
 
+def direct_file(path: Path, size: int) -> Path:
+    """``path`` written with ``size`` random bytes; skips where it cannot be opened with
+    O_DIRECT (a filesystem without it)."""
+    path.write_bytes(os.urandom(size))
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_DIRECT))
+    except OSError as exc:
+        pytest.skip(f"no O_DIRECT for {path}: {exc}")
+    return path
+
+
 NOBODY = 65534  # the unprivileged uid and gid of nobody/nogroup
 
 

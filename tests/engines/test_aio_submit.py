@@ -23,7 +23,7 @@ import pytest
 
 from aiobench.engines import native
 from aiobench.stats.client import cores_allowed
-from tests.helpers import mounted_tmpfs, require_root_tools, run_tool
+from tests.helpers import direct_file, mounted_tmpfs, require_root_tools, run_tool
 
 pytestmark = [
     pytest.mark.slow,
@@ -99,6 +99,17 @@ def slow_loop(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         run_tool("losetup", "--detach", device)
 
 
+@pytest.fixture
+def inline_file(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB file on a tmpfs, read with O_DIRECT: each read completes inside io_submit
+    (skips with one core: no slot has one to spare)."""
+    require_root_tools("a tmpfs mount", "strace")
+    if cores_allowed() < 2:
+        pytest.skip("one core: no slot has one to spare")
+    with mounted_tmpfs(tmp_path / "mnt", "size=16m") as mnt:
+        yield direct_file(mnt / "file", 4 << 20)
+
+
 def test_a_slot_with_a_core_to_spare_submits_two_per_call(
     tmp_path: Path, slow_loop: tuple[str, Path]
 ) -> None:
@@ -119,18 +130,10 @@ def test_slots_without_a_core_to_spare_submit_in_one_call(
     assert sizes.count(DEPTH) >= threads, sizes  # each slot's first fill, whole
 
 
-def test_a_device_that_completes_inside_io_submit_gets_whole_batches(tmp_path: Path) -> None:
-    require_root_tools("a tmpfs mount", "strace")
-    if cores_allowed() < 2:
-        pytest.skip("one core: no slot has one to spare")
-    with mounted_tmpfs(tmp_path / "mnt", "size=16m") as mnt:
-        target = mnt / "file"
-        target.write_bytes(os.urandom(4 << 20))
-        try:
-            os.close(os.open(target, os.O_RDONLY | os.O_DIRECT))
-        except OSError as exc:
-            pytest.skip(f"this tmpfs has no O_DIRECT: {exc}")
-        sizes = sizes_of_submits(tmp_path, str(target), 1, None)
+def test_a_device_that_completes_inside_io_submit_gets_whole_batches(
+    tmp_path: Path, inline_file: Path
+) -> None:
+    sizes = sizes_of_submits(tmp_path, str(inline_file), 1, None)
     # The first fill goes in pairs (nothing is known of the device yet); its reads are
     # complete when io_submit returns, so every later refill of a whole queue is one call.
     assert sizes[: DEPTH // 2] == [2] * (DEPTH // 2), sizes
@@ -154,18 +157,10 @@ def test_a_slot_with_a_core_to_spare_reads_through_aio_at_depth_1(
     assert not device_preads, device_preads[:3]
 
 
-def test_at_depth_1_a_device_that_completes_inside_io_submit_gets_preads(tmp_path: Path) -> None:
-    require_root_tools("a tmpfs mount", "strace")
-    if cores_allowed() < 2:
-        pytest.skip("one core: no slot has one to spare")
-    with mounted_tmpfs(tmp_path / "mnt", "size=16m") as mnt:
-        target = mnt / "file"
-        target.write_bytes(os.urandom(4 << 20))
-        try:
-            os.close(os.open(target, os.O_RDONLY | os.O_DIRECT))
-        except OSError as exc:
-            pytest.skip(f"this tmpfs has no O_DIRECT: {exc}")
-        lines = traced(tmp_path, str(target), 1, None, 1)
+def test_at_depth_1_a_device_that_completes_inside_io_submit_gets_preads(
+    tmp_path: Path, inline_file: Path
+) -> None:
+    lines = traced(tmp_path, str(inline_file), 1, None, 1)
     sizes = [int(m[1]) for line in lines if (m := SUBMIT.search(line))]
     fds = {m[1] for line in lines if (m := FILDES.search(line))}
     preads = [line for line in lines if (m := PREAD.search(line)) and m[1] in fds]

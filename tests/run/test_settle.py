@@ -5,7 +5,6 @@ time through Linux AIO (a pause of SETTLE_S between the slots' readiness and the
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from aiobench.kinds import READ, STAT, WRITE, PhaseKind
 from aiobench.run.phases import SETTLE_S, settles
 from aiobench.stats.client import cores_allowed
 from aiobench.stats.tally import PhaseAbout
-from tests.helpers import run_aiobench
+from tests.helpers import direct_file, run_aiobench
 
 DIRECT = IoOptions(direct=True)
 
@@ -50,12 +49,7 @@ def test_other_phases_start_at_once(
 def test_a_run_that_settles_starts_its_clock_after_the_pause(tmp_path: Path) -> None:
     if cores_allowed() < 2:
         pytest.skip("one core: no slot has one to spare")
-    target = tmp_path / "file"
-    target.write_bytes(os.urandom(1 << 20))
-    try:
-        os.close(os.open(target, os.O_RDONLY | os.O_DIRECT))
-    except OSError as exc:
-        pytest.skip(f"no O_DIRECT here: {exc}")
+    target = direct_file(tmp_path / "file", 1 << 20)
     out = tmp_path / "run.json"
     args = ("-r", "-b", "4k", "-t", "1", "--direct", "--nolive", "--json", str(out))
     proc = run_aiobench(*args, str(target))

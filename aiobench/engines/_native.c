@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -351,17 +352,28 @@ typedef struct {
     Py_ssize_t carry_length, carry_depth; /* what the carried operations were run with */
     int carry_reading;
     int completes_inline; /* the last batch of more than two completed within io_submit */
-    /* Depth 1 (a slot with a core to spare, sleeping): how many operations in a row
-     * completed within their io_submit, and whether SYNC_STREAK did: the device does its
-     * work there (zram, brd, tmpfs), and its slot goes back to one pread per operation. */
-    Py_ssize_t inline_streak;
+    /* Depth 1 (a slot with a core to spare, sleeping): SYNC_STREAK operations in a row
+     * completed within their io_submit without the thread leaving its CPU: the device
+     * does its work there (zram, brd, tmpfs), and its slot goes back to one pread per
+     * operation. */
     int synchronous;
 } Queue;
 
 /* Operations in a row completed within io_submit that show a device doing its work
- * there. A device that completes elsewhere does so for some on its own (a loop device
- * whose worker runs on the submitting CPU: 21-28 % of them here), never for this many. */
+ * there, if the submitting thread switched out for fewer than SYNC_SWITCHES of them. A
+ * device that completes in another thread does so within io_submit only when that thread
+ * preempts the submitting one on its CPU (a loop device's worker: 21-28 % of the reads
+ * over a run here, and long streaks of them), a context switch each time. */
 #define SYNC_STREAK 64
+#define SYNC_SWITCHES (SYNC_STREAK / 4)
+
+/* The calling thread's context switches so far, voluntary or not. */
+static long
+thread_switches(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw + ru.ru_nivcsw : 0;
+}
 
 /* Carried operations at most, per position: bounds what a call may submit past its done
  * ones while it waits for them (each is in flight or reaped when the call returns). The
@@ -1482,6 +1494,8 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     aio_context_t ctx = q->ctx;
     /* At depth 1, whether the device completes within io_submit (see Queue.synchronous). */
     AioRing *ring1 = ctx && depth == 1 && !poll && !q->synchronous ? ring_of(ctx) : NULL;
+    Py_ssize_t streak = 0; /* (this call's: its thread's switches are counted) */
+    long streak_switches = 0;
     Py_ssize_t inflight = q->inflight, n_free = q->n_free;
     /* Past the budget, with carry: ops before ``owed_end`` (those submitted then) count in
      * this call and ``owed`` of them are still in flight; the ones after, up to
@@ -1536,11 +1550,17 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             int64_t submitted = now_ns();
             unsigned ready = ring1 ? ring_count(ring1) : 0;
             long took = aio_submit(q, batch, count, pairs);
-            if (ring1 && took == 1) { /* (once synchronous, the call submits no more) */
-                q->inline_streak = ring_count(ring1) > ready ? q->inline_streak + 1 : 0;
-                q->synchronous = q->inline_streak >= SYNC_STREAK;
-                stop |= q->synchronous; /* (the run's rest: the next call, with pread) */
+            if (ring1 && took == 1 && ring_count(ring1) > ready) {
+                if (streak++ == 0)
+                    streak_switches = thread_switches();
+                if (streak == SYNC_STREAK) { /* (once synchronous, it submits no more) */
+                    q->synchronous = thread_switches() - streak_switches < SYNC_SWITCHES;
+                    stop |= q->synchronous; /* (the run's rest: the next call, with pread) */
+                    streak = 0;
+                }
             }
+            else if (ring1 && took == 1)
+                streak = 0;
             if (took < 0) {
                 if (errno != EAGAIN || inflight == 0) { /* EAGAIN: reap first, then again */
                     if (!failed) {

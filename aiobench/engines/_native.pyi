@@ -68,7 +68,8 @@ class Slot:
         """file_aio: operations in flight between calls (the carried ones not reaped yet)."""
     @property
     def synchronous(self) -> int:
-        """file_aio at depth 1: the device completed its operations within io_submit."""
+        """file_aio at depth 1: the device completed its operations within io_submit, the
+        thread staying on its CPU."""
     next_window: int
     next_stamp: int
     sfc: tuple[int, ...]

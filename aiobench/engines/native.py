@@ -232,8 +232,9 @@ def _sleeps_at_one(job: Job, ops: OpRun) -> bool:
     io_getevents instead of pread, and the device's worker may then run on its CPU: 4 KiB
     direct reads of a loop device, -t 1, 2-CPU VM: 25.9 k IOPS with pread, 30.8 k with AIO
     (medians of 8 interleaved rounds; the phase starting on quiet CPUs, see run.phases).
-    A device that completes within io_submit (zram, tmpfs) makes the slot go back to pread
-    (``Slot.synchronous``): there AIO costs a second call per operation (zram, -t 1: 0.71x)."""
+    A device that completes within io_submit, the thread staying on its CPU (zram, tmpfs),
+    makes the slot go back to pread (``Slot.synchronous``): there AIO costs a second call
+    per operation (zram, -t 1: 0.71x)."""
     opts = job.options
     return job.spare and opts.direct and ops.mix is None and _queues(job.kind, opts)
 

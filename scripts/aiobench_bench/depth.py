@@ -645,7 +645,8 @@ def print_depth_markdown(summary: Row, meta: Row) -> None:
             "call with fewer threads than CPUs unless the device completed the last batch "
             "inside io_submit, io_getevents for at least one; at depth 1 one pread after "
             "the other without a CPU to spare, or after 64 reads in a row completed inside "
-            "io_submit), each read timed from submission to completion"
+            "io_submit, the thread staying on its CPU), each read timed from submission to "
+            "completion"
         )
     print(
         "- Latency: aiobench's latency.io percentiles, fio's lat_ns (submission to "

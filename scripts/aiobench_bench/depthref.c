@@ -7,8 +7,10 @@
  * not complete the last batch inside io_submit (see aio_submit in
  * aiobench/engines/_native.c), then io_getevents for at least one. At a depth of 1, one
  * pread after the other unless there are fewer threads than CPUs; then AIO too, until 64
- * reads in a row complete inside their io_submit (SYNC_STREAK there): pread from then. Each read is timed from its submission to its completion. Prints "<reads>
- * <elapsed_ns> <latency_sum_ns>" over all threads (elapsed: from the common start to the
+ * reads in a row complete inside their io_submit with the thread switched out for fewer
+ * than 16 of them (SYNC_STREAK and SYNC_SWITCHES there): pread from then. Each read is
+ * timed from its submission to its completion. Prints "<reads> <elapsed_ns>
+ * <latency_sum_ns>" over all threads (elapsed: from the common start to the
  * last thread's last completion), so the mean number in flight is latency_sum / elapsed.
  */
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -29,6 +32,7 @@
 
 #define BLOCK 4096
 #define SYNC_STREAK 64
+#define SYNC_SWITCHES (SYNC_STREAK / 4)
 
 static const char *path;
 static int depth, spare; /* spare: fewer threads than CPUs */
@@ -87,11 +91,20 @@ static unsigned ring_count(aio_context_t ctx)
     return tail >= head ? tail - head : tail + ring[1] - head;
 }
 
+/* The calling thread's context switches so far. */
+static long thread_switches(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw + ru.ru_nivcsw : 0;
+}
+
 /* batch[0..count) in one io_submit, or two per call (spare, and the last batch of more
  * than two did not complete inside its io_submit: *inline_done says whether it did); at
- * depth 1, *streak counts the reads in a row that completed inside it. */
+ * depth 1, *streak counts the reads in a row that completed inside it (*switches: the
+ * thread's context switches at its first), and is SYNC_STREAK once such a streak had
+ * fewer than SYNC_SWITCHES of them. */
 static void submit(aio_context_t ctx, struct iocb **batch, int count, int *inline_done,
-                   int *streak)
+                   int *streak, long *switches)
 {
     unsigned before = ring_count(ctx);
     int step = spare && count > 2 && !*inline_done ? 2 : count;
@@ -102,8 +115,14 @@ static void submit(aio_context_t ctx, struct iocb **batch, int count, int *inlin
     }
     if (count > 2)
         *inline_done = ring_count(ctx) - before >= (unsigned)count;
-    if (depth == 1)
-        *streak = ring_count(ctx) > before ? *streak + 1 : 0;
+    if (depth != 1)
+        return;
+    if (ring_count(ctx) == before)
+        *streak = 0;
+    else if ((*streak)++ == 0)
+        *switches = thread_switches();
+    else if (*streak == SYNC_STREAK && thread_switches() - *switches >= SYNC_SWITCHES)
+        *streak = 0; /* (another thread completed them, preempting this one) */
 }
 
 static void read_queued(Worker *w, int fd, char *mem)
@@ -117,6 +136,7 @@ static void read_queued(Worker *w, int fd, char *mem)
     int64_t *started = calloc((size_t)depth, sizeof *started);
     int *free_pos = calloc((size_t)depth, sizeof *free_pos);
     int n_free = depth, inflight = 0, inline_done = 0, streak = 0;
+    long switches = 0;
     for (int p = 0; p < depth; p++)
         free_pos[p] = p;
     for (;;) {
@@ -135,7 +155,7 @@ static void read_queued(Worker *w, int fd, char *mem)
             batch[count++] = &cbs[p];
         }
         if (count)
-            submit(ctx, batch, count, &inline_done, &streak);
+            submit(ctx, batch, count, &inline_done, &streak, &switches);
         inflight += count;
         if (inflight == 0)
             break;

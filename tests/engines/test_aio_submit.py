@@ -5,13 +5,15 @@ are prepared. A slot with a core to spare (the phase has fewer slots than cores)
 two per call, so that a device that completes elsewhere starts on the first at once; a
 slot without one, or one whose device completes inside io_submit (tmpfs with O_DIRECT),
 submits them in one call. At --iodepth 1 a slot with a core to spare goes through AIO
-too, one at a time, unless its device completes inside io_submit: then pread. Each case
-is a real run under strace, its io_submit sizes (and preads) read.
+too, one at a time, unless its device completes inside io_submit while the thread stays on
+its CPU: then pread. Each case is a real run under strace, its io_submit sizes (and
+preads) read, or one with --opslog, which names each read's call.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -160,10 +162,31 @@ def test_a_slot_with_a_core_to_spare_reads_through_aio_at_depth_1(
 def test_at_depth_1_a_device_that_completes_inside_io_submit_gets_preads(
     tmp_path: Path, inline_file: Path
 ) -> None:
+    """Untraced, the thread stays on its CPU through each io_submit that completes its read:
+    SYNC_STREAK reads go through AIO, then the rest are preads (--opslog names each)."""
+    log = tmp_path / "ops.log"
+    args = ["-r", "-b", "4k", "-t", "1", "--iodepth", "1", "--direct", "--rand", "--nolive"]
+    args += ["--timelimit", "0.5", "--opslog", str(log), str(inline_file)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "aiobench", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    names = [json.loads(line)["op_name"] for line in log.read_text().splitlines()]
+    assert names[:SYNC_STREAK] == ["aioread"] * SYNC_STREAK, names[: SYNC_STREAK + 1]
+    assert set(names[SYNC_STREAK:]) == {"pread"} and len(names) > 100 + SYNC_STREAK
+
+
+def test_at_depth_1_reads_completed_inside_io_submit_while_switched_out_keep_aio(
+    tmp_path: Path, inline_file: Path
+) -> None:
+    """A read completes inside io_submit also when another thread does it while the
+    submitting one is switched out (a loop device's worker that preempts it on its CPU).
+    Here strace stops the thread at every call: that is no device completing inside
+    io_submit, and every read goes through AIO."""
     lines = traced(tmp_path, str(inline_file), 1, None, 1)
     sizes = [int(m[1]) for line in lines if (m := SUBMIT.search(line))]
     fds = {m[1] for line in lines if (m := FILDES.search(line))}
     preads = [line for line in lines if (m := PREAD.search(line)) and m[1] in fds]
-    # SYNC_STREAK reads through AIO, each complete when io_submit returned; then preads.
-    assert sizes == [1] * SYNC_STREAK, sizes
-    assert len(preads) > 100, lines[-5:]
+    assert len(sizes) > 4 * SYNC_STREAK and set(sizes) == {1}, sizes[:5]
+    assert len(fds) == 1 and not preads, preads[:3]

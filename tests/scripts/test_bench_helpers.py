@@ -90,6 +90,8 @@ def test_startup_runs_do_one_block_per_thread() -> None:
 @pytest.mark.parametrize(
     ("ns", "text"),
     [
+        (0.41, "0.41 ns"),
+        (12.4, "12 ns"),
         (950.0, "950 ns"),
         (2_500.0, "2.5 µs"),
         (250_000.0, "250 µs"),

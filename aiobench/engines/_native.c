@@ -1550,17 +1550,17 @@ file_aio(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             int64_t submitted = now_ns();
             unsigned ready = ring1 ? ring_count(ring1) : 0;
             long took = aio_submit(q, batch, count, pairs);
-            if (ring1 && took == 1 && ring_count(ring1) > ready) {
-                if (streak++ == 0)
+            if (ring1 && took == 1) { /* (once synchronous, the call submits no more) */
+                if (ring_count(ring1) == ready)
+                    streak = 0;
+                else if (streak++ == 0)
                     streak_switches = thread_switches();
-                if (streak == SYNC_STREAK) { /* (once synchronous, it submits no more) */
+                else if (streak == SYNC_STREAK) {
                     q->synchronous = thread_switches() - streak_switches < SYNC_SWITCHES;
                     stop |= q->synchronous; /* (the run's rest: the next call, with pread) */
                     streak = 0;
                 }
             }
-            else if (ring1 && took == 1)
-                streak = 0;
             if (took < 0) {
                 if (errno != EAGAIN || inflight == 0) { /* EAGAIN: reap first, then again */
                     if (!failed) {

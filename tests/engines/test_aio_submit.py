@@ -25,7 +25,7 @@ import pytest
 
 from aiobench.engines import native
 from aiobench.stats.client import cores_allowed
-from tests.helpers import direct_file, mounted_tmpfs, require_root_tools, run_tool
+from tests.helpers import direct_file, mounted_tmpfs, require_root_tools, run_aiobench, run_tool
 
 pytestmark = [
     pytest.mark.slow,
@@ -167,10 +167,7 @@ def test_at_depth_1_a_device_that_completes_inside_io_submit_gets_preads(
     log = tmp_path / "ops.log"
     args = ["-r", "-b", "4k", "-t", "1", "--iodepth", "1", "--direct", "--rand", "--nolive"]
     args += ["--timelimit", "0.5", "--opslog", str(log), str(inline_file)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "aiobench", *args],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = run_aiobench(*args)
     assert proc.returncode == 0, proc.stderr
     names = [json.loads(line)["op_name"] for line in log.read_text().splitlines()]
     assert names[:SYNC_STREAK] == ["aioread"] * SYNC_STREAK, names[: SYNC_STREAK + 1]
